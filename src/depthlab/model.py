@@ -1,0 +1,228 @@
+"""A seed-batched transformer stack: every weight carries a leading seed axis S.
+
+All seeds of a cell run in one pass with batched matmuls (`torch.baddbmm`), so the per-seed
+Python and dispatch overhead of a loop over small matrices is paid once. Seed s of the batch is
+exactly the model that `torch.manual_seed(seed_s)` followed by building PyTorch modules gives.
+
+Block placements (x is the residual stream, a/m the attention/MLP branch outputs):
+  pre:  h = x + a(LN1(x));      x' = h + m(LN2(h))
+  post: h = LN1(x + a(x));      x' = LN2(h + m(h))
+  none: h = LN1(a(x));          x' = LN2(m(h))
+Pre-LN and Post-LN equal `nn.TransformerEncoderLayer(norm_first=True/False)` with the same
+weights and dropout 0 (tested).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from depthlab.settings import RunSettings
+
+BLOCK_WEIGHTS = ("wq", "wk", "wv", "wo", "w1", "w2")
+BLOCK_PARAMS = BLOCK_WEIGHTS + (
+    "bq", "bk", "bv", "bo", "b1", "b2", "ln1_w", "ln1_b", "ln2_w", "ln2_b"
+)
+
+
+def torch_dtype(name: str) -> torch.dtype:
+    return {"float64": torch.float64, "float32": torch.float32}[name]
+
+
+@dataclass
+class StackParams:
+    """Leaf tensors of a seed-batched stack: blocks[l][name] has shape (S, ...)."""
+
+    blocks: list[dict[str, Tensor]]
+    final: dict[str, Tensor]
+
+    def leaves(self) -> list[Tensor]:
+        return [t for b in self.blocks for t in b.values()] + list(self.final.values())
+
+
+@dataclass
+class Draw:
+    """One seed-batch of inputs: x (S, B, T, d) and targets (S, B, T, d) or (S, B, T) ints."""
+
+    x: Tensor
+    target: Tensor
+
+
+@dataclass
+class Trace:
+    """Named hook points of one forward pass, all of shape (S, N, d) with N = batch * tokens.
+
+    stream[l] is the residual stream after block l (stream[0] is the input), mid[l-1] the
+    stream between the two sublayers of block l, attn[l-1]/mlp[l-1] the branch outputs of
+    block l before any residual scale or norm, head_input the tensor the loss head reads.
+    """
+
+    stream: list[Tensor] = field(default_factory=list)
+    mid: list[Tensor] = field(default_factory=list)
+    attn: list[Tensor] = field(default_factory=list)
+    mlp: list[Tensor] = field(default_factory=list)
+    head_input: Tensor | None = None
+
+
+def _layer_modules(s: RunSettings) -> dict[str, Tensor]:
+    """Draw one block's weights from the global RNG, in PyTorch's module construction order."""
+    d, f = s.d_model, s.ffn_mult * s.d_model
+    kw = {"dtype": torch_dtype(s.dtype)}
+    w: dict[str, Tensor] = {}
+    if s.init == "fan_in":
+        # weights ~ N(0, 1/fan_in), biases zero: each linear map preserves variance
+        for name, (n_out, n_in) in {
+            "q": (d, d), "k": (d, d), "v": (d, d), "o": (d, d), "1": (f, d), "2": (d, f)
+        }.items():
+            w[f"w{name}"] = torch.randn(n_out, n_in, **kw) / math.sqrt(n_in)
+            w[f"b{name}"] = torch.zeros(n_out, **kw)
+    elif s.attention == "torch_mha":
+        mha = nn.MultiheadAttention(d, s.heads, bias=True, batch_first=True, **kw)
+        for name, wt, bt in zip(
+            "qkv", mha.in_proj_weight.chunk(3), mha.in_proj_bias.chunk(3), strict=True
+        ):
+            w[f"w{name}"], w[f"b{name}"] = wt, bt
+        w["wo"], w["bo"] = mha.out_proj.weight, mha.out_proj.bias
+    else:
+        for name in "qkvo":
+            lin = nn.Linear(d, d, **kw)
+            w[f"w{name}"], w[f"b{name}"] = lin.weight, lin.bias
+    if s.init != "fan_in":
+        lin1, lin2 = nn.Linear(d, f, **kw), nn.Linear(f, d, **kw)
+        w["w1"], w["b1"], w["w2"], w["b2"] = lin1.weight, lin1.bias, lin2.weight, lin2.bias
+    w["wo"] = w["wo"] * s.out_scale
+    w["w2"] = w["w2"] * s.out_scale
+    for ln in ("ln1", "ln2"):
+        w[f"{ln}_w"], w[f"{ln}_b"] = torch.ones(d, **kw), torch.zeros(d, **kw)
+    return {k: v.detach().clone() for k, v in w.items()}
+
+
+def build(s: RunSettings, seeds: list[int]) -> tuple[StackParams, Draw]:
+    """Weights, input and target for each seed: manual_seed, build the model, draw x, draw target.
+
+    Everything is drawn on the CPU (so a seed gives the same numbers on every device), then moved.
+    """
+    kw = {"dtype": torch_dtype(s.dtype)}
+    d = s.d_model
+    per_seed_blocks, per_seed_final, xs, targets = [], [], [], []
+    for seed in seeds:
+        torch.manual_seed(seed)
+        per_seed_blocks.append([_layer_modules(s) for _ in range(s.depth)])
+        final = {"ln_w": torch.ones(d, **kw), "ln_b": torch.zeros(d, **kw)}
+        if s.loss == "cross_entropy":
+            head = nn.Linear(d, s.head_classes, **kw)
+            final["head_w"], final["head_b"] = head.weight.detach(), head.bias.detach()
+        per_seed_final.append(final)
+        xs.append(torch.randn(s.batch, s.tokens, d, **kw))
+        if s.loss == "cross_entropy":
+            targets.append(torch.randint(s.head_classes, (s.batch, s.tokens)))
+        else:
+            targets.append(torch.randn(s.batch, s.tokens, d, **kw))
+
+    def stack(tensors: list[Tensor]) -> Tensor:
+        return torch.stack(tensors).to(s.device).requires_grad_(True)
+
+    blocks = [
+        {k: stack([b[layer][k] for b in per_seed_blocks]) for k in per_seed_blocks[0][layer]}
+        for layer in range(s.depth)
+    ]
+    final = {k: stack([f[k] for f in per_seed_final]) for k in per_seed_final[0]}
+    draw = Draw(torch.stack(xs).to(s.device), torch.stack(targets).to(s.device))
+    return StackParams(blocks, final), draw
+
+
+def linear(x: Tensor, w: Tensor, b: Tensor) -> Tensor:
+    """Seed-batched x @ w.T + b: x (S, N, in), w (S, out, in), b (S, out) -> (S, N, out)."""
+    return torch.baddbmm(b.unsqueeze(1), x, w.transpose(1, 2))
+
+
+def layer_norm(x: Tensor, w: Tensor, b: Tensor, eps: float = 1e-5) -> Tensor:
+    """LayerNorm over the last axis with a per-seed affine w, b of shape (S, d)."""
+    return F.layer_norm(x, x.shape[-1:], eps=eps) * w.unsqueeze(1) + b.unsqueeze(1)
+
+
+def attention(x: Tensor, p: dict[str, Tensor], s: RunSettings) -> Tensor:
+    """Multi-head self-attention of x (S, N, d), N = batch * tokens, with bias on all maps."""
+    S, N, d = x.shape
+    h, dh = s.heads, d // s.heads
+
+    def heads(t: Tensor) -> Tensor:
+        return t.view(S * s.batch, s.tokens, h, dh).transpose(1, 2)
+
+    q, k, v = (heads(linear(x, p[f"w{n}"], p[f"b{n}"])) for n in "qkv")
+    o = F.scaled_dot_product_attention(q, k, v, is_causal=s.causal)
+    o = o.transpose(1, 2).reshape(S, N, d)
+    return linear(o, p["wo"], p["bo"])
+
+
+def mlp(x: Tensor, p: dict[str, Tensor], s: RunSettings) -> Tensor:
+    """The feed-forward branch W2 act(W1 x + b1) + b2."""
+    act = F.relu if s.activation == "relu" else F.gelu
+    return linear(act(linear(x, p["w1"], p["b1"])), p["w2"], p["b2"])
+
+
+def block(
+    x: Tensor, p: dict[str, Tensor], s: RunSettings, scale: tuple[float, float], trace: Trace
+) -> Tensor:
+    """One block of the given placement; records mid, attn, mlp into trace. scale=(a_attn, a_mlp)
+    multiplies the branch outputs before they join the stream (Pre-LN only)."""
+    if s.placement == "pre":
+        a = attention(layer_norm(x, p["ln1_w"], p["ln1_b"]), p, s)
+        h = x + scale[0] * a
+        m = mlp(layer_norm(h, p["ln2_w"], p["ln2_b"]), p, s)
+        out = h + scale[1] * m
+    elif s.placement == "post":
+        a = attention(x, p, s)
+        h = layer_norm(x + a, p["ln1_w"], p["ln1_b"])
+        m = mlp(h, p, s)
+        out = layer_norm(h + m, p["ln2_w"], p["ln2_b"])
+    else:
+        a = attention(x, p, s)
+        h = layer_norm(a, p["ln1_w"], p["ln1_b"])
+        m = mlp(h, p, s)
+        out = layer_norm(m, p["ln2_w"], p["ln2_b"])
+    trace.mid.append(h)
+    trace.attn.append(a)
+    trace.mlp.append(m)
+    return out
+
+
+def forward(
+    params: StackParams,
+    x: Tensor,
+    s: RunSettings,
+    branch_scales: list[tuple[float, float]] | None = None,
+) -> tuple[Tensor, Trace]:
+    """Run the stack on x (S, B, T, d); returns the head input (S, N, d) and the trace.
+
+    branch_scales[l] = (alpha_attn, alpha_mlp) of block l+1; default residual_scale for both.
+    """
+    S = x.shape[0]
+    h = x.reshape(S, -1, s.d_model)
+    trace = Trace(stream=[h])
+    uniform = (s.residual_scale, s.residual_scale)
+    for layer, p in enumerate(params.blocks):
+        scale = branch_scales[layer] if branch_scales is not None else uniform
+        h = block(h, p, s, scale, trace)
+        trace.stream.append(h)
+    if s.uses_final_norm:
+        h = layer_norm(h, params.final["ln_w"], params.final["ln_b"])
+    trace.head_input = h
+    return h, trace
+
+
+def per_seed_loss(y: Tensor, params: StackParams, draw: Draw, s: RunSettings) -> Tensor:
+    """The loss of each seed, shape (S,): MSE to N(0,1) targets, or cross-entropy of a linear
+    head against uniform random classes."""
+    S = y.shape[0]
+    if s.loss == "mse":
+        return ((y - draw.target.reshape(S, -1, s.d_model)) ** 2).mean(dim=(1, 2))
+    logits = linear(y, params.final["head_w"], params.final["head_b"])
+    flat = F.cross_entropy(
+        logits.reshape(-1, s.head_classes), draw.target.reshape(-1), reduction="none"
+    )
+    return flat.view(S, -1).mean(dim=1)

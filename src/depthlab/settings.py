@@ -1,0 +1,118 @@
+"""Run settings of one grid cell, and the checks that reject a bad one (no torch import)."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+PLACEMENTS = ("post", "pre", "none")
+ACTIVATIONS = ("relu", "gelu")
+ATTENTIONS = ("linear", "torch_mha")
+INITS = ("torch_default", "fan_in")
+DTYPES = ("float64", "float32")
+DEVICES = ("cpu", "cuda")
+LOSSES = ("mse", "cross_entropy")
+GRAD_OF = ("params", "weights", "input")
+FINAL_NORMS = ("auto", "on", "off")
+
+
+class ConfigError(ValueError):
+    """A bad configuration value; the message names the key and the offending value."""
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """Everything that defines one measurement: model, input, loss and seeds.
+
+    Defaults reproduce the stack96 note (see config/README.md for the reason of each).
+    """
+
+    placement: str = "pre"
+    depth: int = 6
+    d_model: int = 128
+    heads: int = 4
+    ffn_mult: int = 4
+    activation: str = "relu"
+    attention: str = "linear"
+    causal: bool = True
+    init: str = "torch_default"
+    out_scale: float = 1.0
+    residual_scale: float = 1.0
+    final_norm: str = "auto"
+    dtype: str = "float64"
+    device: str = "cpu"
+    batch: int = 1
+    tokens: int = 128
+    loss: str = "mse"
+    head_classes: int = 64
+    grad_of: str = "params"
+    seeds: int = 6
+    seed_offset: int = 0
+    seed_batch: int = 0
+
+    @classmethod
+    def from_mapping(cls, values: dict, where: str = "settings") -> RunSettings:
+        """Build settings from a config mapping, rejecting unknown keys and bad values."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        for key in values:
+            if key not in known:
+                raise ConfigError(f"{where}: unknown key '{key}'")
+        settings = cls(**values)
+        settings.check(where)
+        return settings
+
+    def check(self, where: str = "settings") -> None:
+        """Raise ConfigError naming the first key whose value is invalid."""
+        choices = {
+            "placement": PLACEMENTS,
+            "activation": ACTIVATIONS,
+            "attention": ATTENTIONS,
+            "init": INITS,
+            "dtype": DTYPES,
+            "device": DEVICES,
+            "loss": LOSSES,
+            "grad_of": GRAD_OF,
+            "final_norm": FINAL_NORMS,
+        }
+        for key, allowed in choices.items():
+            value = getattr(self, key)
+            if value not in allowed:
+                raise ConfigError(f"{where}: {key}={value!r} is not one of {list(allowed)}")
+        positive_ints = (
+            "depth", "d_model", "heads", "ffn_mult", "batch", "tokens", "seeds", "head_classes"
+        )
+        for key in positive_ints:
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"{where}: {key}={value!r} must be a positive integer")
+        for key in ("seed_offset", "seed_batch"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ConfigError(f"{where}: {key}={value!r} must be a non-negative integer")
+        for key in ("out_scale", "residual_scale"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+                raise ConfigError(f"{where}: {key}={value!r} must be a positive number")
+        if not isinstance(self.causal, bool):
+            raise ConfigError(f"{where}: causal={self.causal!r} must be true or false")
+        if self.d_model % self.heads:
+            raise ConfigError(
+                f"{where}: heads={self.heads} does not divide d_model={self.d_model}"
+            )
+
+    @property
+    def uses_final_norm(self) -> bool:
+        """Whether a LayerNorm sits between the last block and the loss ('auto': Pre-LN only)."""
+        if self.final_norm == "auto":
+            return self.placement == "pre"
+        return self.final_norm == "on"
+
+    def seed_list(self) -> list[int]:
+        """The torch seeds of this cell, in order (see depthlab.grid.run_seed)."""
+        from depthlab.grid import run_seed
+
+        return [run_seed(self.seed_offset, i) for i in range(self.seeds)]
+
+    def as_columns(self) -> dict:
+        """Every setting as a flat column mapping (for tidy tables)."""
+        return dataclasses.asdict(self)

@@ -1,0 +1,108 @@
+"""Fits of the stack96 study: gradient ratios, stream growth and the variance budget.
+
+Input: the aggregated tidy table (one row per seed, layer, sublayer, metric). Output: one long
+fit table, one row per quantity and grid point, with per-seed summaries (see stats.seed_summary).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from depthlab.stats import ols_slope, one_depth_exponent, seed_summary
+
+GRID_KEYS = ("placement", "depth", "out_scale")
+
+
+def variant_of(label: str) -> str:
+    """The open-setting part of a cell label ('tokens-1024_placement-pre' -> 'tokens-1024');
+    'baseline' when the cell differs from the study's settings only in placement/depth/scale."""
+    parts = [p for p in label.split("_") if p.split("-")[0] not in GRID_KEYS]
+    return "_".join(parts) or "baseline"
+
+
+def _summaries(frame: pd.DataFrame, keys: list[str], quantity: str) -> pd.DataFrame:
+    """seed_summary of `value` per group of keys, plus the value of the lowest seed."""
+    rows = []
+    for group, sub in frame.groupby(keys, sort=True):
+        sub = sub.sort_values("seed")
+        row = dict(zip(keys, group, strict=True))
+        row.update(seed_summary(sub["value"]))
+        row["seed0"] = float(sub["value"].iloc[0])
+        row["quantity"] = quantity
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _metric(table: pd.DataFrame, metric: str, sublayer: str = "block") -> pd.DataFrame:
+    return table[(table["metric"] == metric) & (table["sublayer"] == sublayer)]
+
+
+def stream_growth(table: pd.DataFrame) -> pd.DataFrame:
+    """Per seed and cell: sd after block 1 and after block L, factor = last / first, the
+    one-depth exponent ln(factor)/ln(L), and the variance-budget fit V_l = V_0 + c*l over
+    l = 0..L with its predicted sd at L, sqrt(V_0 + c*L)."""
+    rows = []
+    sd = _metric(table, "stream_sd")
+    var = _metric(table, "stream_var").set_index(["arm", "label", "seed", "layer"])["value"]
+    for (arm, label, seed), sub in sd.groupby(["arm", "label", "seed"], sort=True):
+        sub = sub.set_index("layer")["value"].sort_index()
+        depth = int(sub.index.max())
+        v = var.loc[(arm, label, seed)].sort_index()
+        c, v0 = ols_slope(v.index.to_numpy(), v.to_numpy())
+        first, last = float(sub.loc[1]), float(sub.loc[depth])
+        base = {"arm": arm, "label": label, "seed": seed}
+        for name, value in {
+            "sd_first": first,
+            "sd_last": last,
+            "factor": last / first,
+            "exponent_one_depth": one_depth_exponent(last / first, depth),
+            "budget_c": c,
+            "budget_v0": v0,
+            "budget_sd_last": float(np.sqrt(v0 + c * depth)),
+        }.items():
+            rows.append({**base, "metric": name, "value": value})
+    return pd.DataFrame(rows)
+
+
+def exponent_across_depths(growth: pd.DataFrame) -> pd.DataFrame:
+    """Per seed, the slope of ln(factor) against ln(L) across the depths of an arm at fixed
+    placement and output scale (needs two or more depths); summarised across seeds."""
+    factor = growth[growth["metric"] == "factor"]
+    rows = []
+    for (arm, placement, scale, seed), sub in factor.groupby(
+        ["arm", "placement", "out_scale", "seed"], sort=True
+    ):
+        if sub["depth"].nunique() < 2:
+            continue
+        slope, _ = ols_slope(np.log(sub["depth"]), np.log(sub["value"]))
+        rows.append(
+            {"arm": arm, "placement": placement, "out_scale": scale, "seed": seed, "value": slope}
+        )
+    if not rows:
+        return pd.DataFrame()
+    return _summaries(
+        pd.DataFrame(rows), ["arm", "placement", "out_scale"], "exponent_across_depths"
+    )
+
+
+def fit(table: pd.DataFrame) -> pd.DataFrame:
+    """All stack96 fits as one long table (quantity, arm, label, grid keys, layer, summary)."""
+    keys = ["arm", "label", *GRID_KEYS]
+    cells = table.drop_duplicates(["arm", "label"])[keys]
+    parts = [
+        _summaries(_metric(table, "grad_ratio"), keys, "grad_ratio"),
+        _summaries(_metric(table, "grad_norm"), [*keys, "layer"], "grad_norm"),
+        _summaries(_metric(table, "stream_sd"), [*keys, "layer"], "stream_sd"),
+        _summaries(_metric(table, "stream_var"), [*keys, "layer"], "stream_var"),
+    ]
+    growth = stream_growth(table).merge(cells, on=["arm", "label"])
+    for metric, sub in growth.groupby("metric"):
+        parts.append(_summaries(sub, keys, metric))
+    parts.append(exponent_across_depths(growth))
+    for sublayer in ("attn", "mlp"):
+        branch = _metric(table, "branch_var", sublayer)
+        parts.append(_summaries(branch, [*keys, "layer"], f"branch_var_{sublayer}"))
+    fits = pd.concat(parts, ignore_index=True)
+    fits["variant"] = fits["label"].fillna("").map(variant_of)
+    return fits

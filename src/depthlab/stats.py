@@ -1,0 +1,42 @@
+"""Statistics across seeds: medians with spread, t-intervals, per-seed slopes and exponents."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+
+def seed_summary(values: pd.Series | np.ndarray) -> dict[str, float]:
+    """Median, min, max and the 95% t-interval of the mean of per-seed values."""
+    v = np.asarray(values, dtype=float)
+    lo, hi = t_interval(v)
+    return {
+        "n_seeds": len(v),
+        "median": float(np.median(v)),
+        "min": float(v.min()),
+        "max": float(v.max()),
+        "mean": float(v.mean()),
+        "ci_lo": lo,
+        "ci_hi": hi,
+    }
+
+
+def t_interval(v: np.ndarray, level: float = 0.95) -> tuple[float, float]:
+    """Two-sided t confidence interval of the mean of v (NaN for fewer than two values)."""
+    v = np.asarray(v, dtype=float)
+    if len(v) < 2:
+        return float("nan"), float("nan")
+    half = stats.t.ppf(0.5 + level / 2, len(v) - 1) * v.std(ddof=1) / np.sqrt(len(v))
+    return float(v.mean() - half), float(v.mean() + half)
+
+
+def ols_slope(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """Least-squares slope and intercept of y against x."""
+    slope, intercept = np.polyfit(np.asarray(x, float), np.asarray(y, float), 1)
+    return float(slope), float(intercept)
+
+
+def one_depth_exponent(factor: float, depth: int) -> float:
+    """The notes' one-depth growth exponent ln(factor) / ln(L)."""
+    return float(np.log(factor) / np.log(depth))

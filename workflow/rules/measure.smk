@@ -1,0 +1,20 @@
+# Fan-out: one job per (study, arm, job id); all seeds of its cells run batched inside it.
+
+
+rule measure:
+    output:
+        "results/runs/{study}/{arm}/{job}.parquet",
+    log:
+        "logs/measure/{study}/{arm}/{job}.log",
+    benchmark:
+        "results/benchmarks/measure/{study}/{arm}/{job}.tsv"
+    conda:
+        "../../envs/depthlab.yaml"
+    threads: config["threads"]
+    resources:
+        mem_mb=4000,
+    params:
+        cells=job_cells,
+        code=MEASURE_CODE,
+    script:
+        "../scripts/measure.py"
