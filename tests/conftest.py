@@ -1,0 +1,41 @@
+"""Shared fixtures: small settings, and the tiny workflow run once per session."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
+
+
+def run_snakemake(workdir: Path, *args: str, check: bool = True, timeout: int = 900):
+    """Run snakemake on this repository's workflow in `workdir` (a copy of the repo)."""
+    return subprocess.run(
+        [SNAKEMAKE, *args], cwd=workdir, capture_output=True, text=True, check=check,
+        timeout=timeout, env={**os.environ, "PYTHONHASHSEED": "0"},
+    )
+
+
+def copy_workflow(dest: Path) -> Path:
+    """A fresh copy of the workflow (Snakefile, workflow/, config/, profiles/, src/, envs/)."""
+    for name in ("Snakefile", "workflow", "config", "profiles", "src", "envs"):
+        src = ROOT / name
+        if src.is_dir():
+            shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(src, dest / name)
+    return dest
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory) -> Path:
+    """The tiny study run end to end once; returns its working directory."""
+    workdir = copy_workflow(tmp_path_factory.mktemp("tiny"))
+    run_snakemake(workdir, "--cores", "2", "--configfile", "config/tiny.yaml")
+    return workdir

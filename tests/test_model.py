@@ -1,0 +1,134 @@
+"""The model against PyTorch's own encoder layer, the stream decomposition, and the init."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from depthlab.model import build, forward
+from depthlab.settings import RunSettings
+
+
+def small(**kw) -> RunSettings:
+    base = dict(d_model=16, heads=4, tokens=8, depth=3, seeds=2)
+    return RunSettings(**{**base, **kw})
+
+
+def torch_layer(p: dict, s: RunSettings, seed: int, norm_first: bool) -> nn.Module:
+    """nn.TransformerEncoderLayer carrying seed `seed`'s weights of block p."""
+    layer = nn.TransformerEncoderLayer(
+        s.d_model, s.heads, s.ffn_mult * s.d_model, dropout=0.0, activation="relu",
+        batch_first=True, norm_first=norm_first, dtype=torch.float64,
+    )
+    with torch.no_grad():
+        sa = layer.self_attn
+        sa.in_proj_weight.copy_(torch.cat([p[f"w{n}"][seed] for n in "qkv"]))
+        sa.in_proj_bias.copy_(torch.cat([p[f"b{n}"][seed] for n in "qkv"]))
+        sa.out_proj.weight.copy_(p["wo"][seed])
+        sa.out_proj.bias.copy_(p["bo"][seed])
+        layer.linear1.weight.copy_(p["w1"][seed])
+        layer.linear1.bias.copy_(p["b1"][seed])
+        layer.linear2.weight.copy_(p["w2"][seed])
+        layer.linear2.bias.copy_(p["b2"][seed])
+        for i in (1, 2):
+            getattr(layer, f"norm{i}").weight.copy_(p[f"ln{i}_w"][seed])
+            getattr(layer, f"norm{i}").bias.copy_(p[f"ln{i}_b"][seed])
+    return layer
+
+
+@pytest.mark.parametrize("placement, norm_first", [("pre", True), ("post", False)])
+@pytest.mark.parametrize("causal", [True, False])
+def test_blocks_match_torch_encoder_layer(placement, norm_first, causal):
+    s = small(placement=placement, causal=causal, depth=3)
+    params, draw = build(s, [0, 1])
+    with torch.no_grad():
+        # non-trivial LayerNorm affine, so gains and biases are compared too
+        for b in params.blocks:
+            for name in ("ln1_w", "ln1_b", "ln2_w", "ln2_b"):
+                b[name].add_(0.1 * torch.randn_like(b[name]))
+        _, trace = forward(params, draw.x, s)
+        mask = nn.Transformer.generate_square_subsequent_mask(s.tokens, dtype=torch.float64)
+        for seed in range(2):
+            x = draw.x[seed]
+            for layer, p in enumerate(params.blocks):
+                ref = torch_layer(p, s, seed, norm_first).train()
+                x = ref(x, src_mask=mask if causal else None, is_causal=causal)
+                mine = trace.stream[layer + 1][seed].view_as(x)
+                torch.testing.assert_close(mine, x, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("placement", ["pre", "post", "none"])
+def test_stream_decomposition_is_exact(placement):
+    s = small(placement=placement)
+    params, draw = build(s, [0, 1])
+    with torch.no_grad():
+        _, trace = forward(params, draw.x, s)
+    for layer in range(s.depth):
+        x, h, a, m = (trace.stream[layer], trace.mid[layer], trace.attn[layer], trace.mlp[layer])
+        if placement == "pre":
+            assert torch.equal(h, x + a)
+            assert torch.equal(trace.stream[layer + 1], h + m)
+        else:
+            assert not torch.equal(trace.stream[layer + 1], h + m)
+
+
+def test_seed_batch_equals_single_seed_runs():
+    s = small(placement="pre")
+    batched, draw = build(s, [3, 4])
+    with torch.no_grad():
+        y, _ = forward(batched, draw.x, s)
+        for i, seed in enumerate([3, 4]):
+            single, d1 = build(s, [seed])
+            y1, _ = forward(single, d1.x, s)
+            torch.testing.assert_close(y[i], y1[0], rtol=1e-13, atol=1e-13)
+
+
+def _std(t: torch.Tensor) -> float:
+    return float(t.detach().flatten(1).std(dim=1).mean())
+
+
+def test_init_std_matches_nn_linear_default():
+    s = small(d_model=64, heads=4, depth=4, seeds=4)
+    params, _ = build(s, [0, 1, 2, 3])
+    d, f = s.d_model, s.ffn_mult * s.d_model
+    # nn.Linear default: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) -> std 1/sqrt(3 fan_in)
+    expect = {"wq": d, "wk": d, "wv": d, "wo": d, "w1": d, "w2": f}
+    for name, fan_in in expect.items():
+        got = sum(_std(b[name]) for b in params.blocks) / s.depth
+        assert got == pytest.approx(1 / math.sqrt(3 * fan_in), rel=0.02), name
+
+
+def test_out_scale_multiplies_exactly_wo_and_w2():
+    base, _ = build(small(), [0])
+    scaled, _ = build(small(out_scale=3.0), [0])
+    for b0, b3 in zip(base.blocks, scaled.blocks, strict=True):
+        for name in b0:
+            factor = 3.0 if name in ("wo", "w2") else 1.0
+            torch.testing.assert_close(b3[name], b0[name] * factor, rtol=0, atol=0)
+
+
+def test_torch_mha_init_is_xavier_for_in_proj():
+    s = small(attention="torch_mha", d_model=64, depth=4, seeds=2)
+    params, _ = build(s, [0, 1])
+    d = s.d_model
+    xavier = math.sqrt(2 / (d + 3 * d))  # xavier_uniform_ of the (3d, d) in_proj
+    got = sum(_std(b["wq"]) for b in params.blocks) / s.depth
+    assert got == pytest.approx(xavier, rel=0.03)
+    assert all(not b["bq"].detach().any() for b in params.blocks)
+
+
+def test_final_norm_changes_only_head_input():
+    on, draw = build(small(placement="pre", final_norm="on"), [0])
+    s_on, s_off = small(placement="pre", final_norm="on"), small(placement="pre", final_norm="off")
+    with torch.no_grad():
+        y_on, t_on = forward(on, draw.x, s_on)
+        y_off, t_off = forward(on, draw.x, s_off)
+    for a, b in zip(t_on.stream, t_off.stream, strict=True):
+        assert torch.equal(a, b)
+    assert torch.equal(y_off, t_off.stream[-1])
+    assert not torch.equal(y_on, y_off)
+    sd = y_on.std(dim=-1, correction=0)
+    torch.testing.assert_close(sd, torch.ones_like(sd), rtol=1e-3, atol=0)

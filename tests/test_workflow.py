@@ -1,0 +1,50 @@
+"""The tiny study end to end: every target exists and its numbers are sane."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from depthlab.io import read_meta
+from depthlab.targets import TARGETS
+
+pytestmark = pytest.mark.workflow
+
+
+def test_every_target_is_built(tiny_run):
+    for target in TARGETS:
+        for path in target.outputs.values():
+            assert (tiny_run / path).stat().st_size > 0, path
+
+
+def test_shards_are_tidy_with_settings_columns(tiny_run):
+    table = pd.read_parquet(tiny_run / "results/tables/stack96.parquet")
+    for column in ("study", "arm", "label", "seed", "layer", "sublayer", "metric", "value",
+                   "placement", "depth", "out_scale", "tokens", "dtype", "device"):
+        assert column in table.columns, column
+    assert table["value"].notna().all()
+    grad = table[(table["metric"] == "grad_norm") & (table["arm"] == "grad")]
+    # one gradient per block per seed per cell
+    counts = grad.groupby(["placement", "depth", "seed"])["layer"].nunique()
+    assert (counts.index.get_level_values("depth") == counts.to_numpy()).all()
+    meta = read_meta(tiny_run / "results/tables/stack96.parquet")
+    assert meta["torch_version"].startswith("2.13")
+
+
+def test_grad_ratio_is_first_over_last(tiny_run):
+    table = pd.read_parquet(tiny_run / "results/tables/stack96.parquet")
+    cell = table[(table["arm"] == "grad") & (table["placement"] == "post") & (table["depth"] == 8)]
+    for seed, sub in cell.groupby("seed"):
+        grads = sub[sub["metric"] == "grad_norm"].set_index("layer")["value"]
+        ratio = sub.loc[sub["metric"] == "grad_ratio", "value"].iloc[0]
+        assert ratio == pytest.approx(grads.loc[1] / grads.loc[8], rel=1e-12), seed
+
+
+def test_stream_growth_table_matches_fits(tiny_run):
+    growth = pd.read_csv(tiny_run / "results/tables/stream_growth.csv")
+    assert list(growth["L"]) == [2, 8]
+    ratio = growth["last sd"] / growth["layer 1 sd"]
+    # the factor is the median of per-seed ratios: close to the ratio of medians
+    assert ratio.to_numpy() == pytest.approx(growth["factor"].to_numpy(), rel=0.1)
+    # Pre-LN stream only grows
+    assert (growth["factor"] > 1).all()
