@@ -95,7 +95,8 @@ def variance_budget(fits: pd.DataFrame):
 
         v = cell("stream_var")
         band(ax, v, "layer", "measured V_l", "black")
-        branch = cell("branch_var_attn")["mean"].to_numpy() + cell("branch_var_mlp")["mean"].to_numpy()
+        branch = (cell("branch_var_attn")["mean"].to_numpy()
+                  + cell("branch_var_mlp")["mean"].to_numpy())
         v0 = v["mean"].iloc[0]
         ax.plot(v["layer"], v0 + np.concatenate([[0], np.cumsum(branch)]), "--",
                 color="tab:red", label="V_0 + Σ Var(branch)")

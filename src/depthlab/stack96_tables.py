@@ -99,7 +99,8 @@ def output_scale(fits: pd.DataFrame) -> pd.DataFrame:
             "output scale": scale,
             f"factor at L={int(depth)}": factor["median"],
             "factor seed range": spread(factor["min"], factor["max"]),
-            "exponent ln(factor)/ln(L)": _pick(fits, "exponent_one_depth", **cell)["median"].iloc[0],
+            "exponent ln(factor)/ln(L)":
+                _pick(fits, "exponent_one_depth", **cell)["median"].iloc[0],
         }
         across = _pick(fits, "exponent_across_depths", "stream", out_scale=scale)
         if not across.empty:
