@@ -12,6 +12,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
+# the local copy of the training corpus (tests and CI have no internet)
+CORPUS = ROOT.parent / "shared" / "data" / "tinyshakespeare.txt"
 
 
 def run_snakemake(workdir: Path, *args: str, check: bool = True, timeout: int = 900):
@@ -22,10 +24,11 @@ def run_snakemake(workdir: Path, *args: str, check: bool = True, timeout: int = 
     )
 
 
-def copy_workflow(dest: Path) -> Path:
-    """A fresh copy of the workflow (Snakefile, workflow/, config/, profiles/, src/, envs/)."""
+def copy_workflow(dest: Path, source: Path = ROOT) -> Path:
+    """A fresh copy of the workflow (Snakefile, workflow/, config/, profiles/, src/, envs/) of
+    this repository, or of another copy `source`."""
     for name in ("Snakefile", "workflow", "config", "profiles", "src", "envs"):
-        src = ROOT / name
+        src = source / name
         if src.is_dir():
             shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
         else:
@@ -37,5 +40,6 @@ def copy_workflow(dest: Path) -> Path:
 def tiny_run(tmp_path_factory) -> Path:
     """The tiny study run end to end once; returns its working directory."""
     workdir = copy_workflow(tmp_path_factory.mktemp("tiny"))
-    run_snakemake(workdir, "--cores", "2", "--configfile", "config/tiny.yaml")
+    run_snakemake(workdir, "--cores", "2", "--configfile", "config/tiny.yaml",
+                  "--config", f"corpus_path={CORPUS}")
     return workdir

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import os
+import socket
 
 import numpy as np
 import pandas as pd
@@ -21,9 +23,16 @@ class NonFiniteError(RuntimeError):
 
 
 def check_device(device: str) -> None:
-    """Fail early with a clear message when `cuda` is asked for but no GPU is visible."""
+    """Fail early with a clear message when `cuda` is asked for but no GPU is visible here
+    (on a cluster: the job landed on a node without a GPU, or asked for none)."""
     if device == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError("device='cuda' was requested but torch sees no CUDA device")
+        build = "a CPU-only build" if torch.version.cuda is None else f"CUDA {torch.version.cuda}"
+        raise RuntimeError(
+            f"device='cuda' was requested but torch {torch.__version__} ({build}) sees no CUDA "
+            f"device on host {socket.gethostname()} (CUDA_VISIBLE_DEVICES="
+            f"{os.environ.get('CUDA_VISIBLE_DEVICES')!r}); run on a GPU node (Slurm: "
+            "--profile profiles/slurm --workflow-profile profiles/slurm-gpu) or set device: cpu"
+        )
 
 
 def seed_chunks(s: RunSettings) -> list[list[int]]:
@@ -33,18 +42,37 @@ def seed_chunks(s: RunSettings) -> list[list[int]]:
     return [seeds[i : i + size] for i in range(0, len(seeds), size)]
 
 
-def run_pass(s: RunSettings, seeds: list[int]) -> tuple[list[Probe], torch.Tensor]:
-    """Build, forward, backward and probe one batch of seeds; returns probes and losses (S,)."""
+BranchScales = list[tuple[float, float]]
+
+
+def run_pass(
+    s: RunSettings, seeds: list[int], branch_scales: BranchScales | None = None
+) -> tuple[list[Probe], torch.Tensor]:
+    """Build, forward, backward (none with grad_of 'none') and probe one batch of seeds;
+    returns probes and losses (S,).
+
+    branch_scales[l] = (alpha_attn, alpha_mlp) of block l+1 replaces the uniform residual_scale
+    (see model.forward); the scales applied are recorded as metric branch_scale."""
     params, draw = build(s, seeds)
     if s.grad_of == "input":
         draw.x.requires_grad_(True)
-    y, trace = forward(params, draw.x, s)
-    if s.grad_of == "input":
-        for t in trace.stream:
-            t.retain_grad()
-    loss = per_seed_loss(y, params, draw, s)
-    loss.sum().backward()
-    return run_probes(params, trace, s), loss.detach()
+    with torch.set_grad_enabled(s.grad_of != "none"):
+        y, trace = forward(params, draw.x, s, branch_scales)
+        if s.grad_of == "input":
+            for t in trace.stream:
+                t.retain_grad()
+        loss = per_seed_loss(y, params, draw, s)
+    if s.grad_of != "none":
+        loss.sum().backward()
+    probes = run_probes(params, trace, s)
+    if branch_scales is not None:
+        applied = torch.tensor(branch_scales, dtype=torch.float64).T.unsqueeze(1)  # (2, 1, L)
+        layers = list(range(1, s.depth + 1))
+        probes += [
+            Probe("branch_scale", sub, layers, applied[i].expand(len(seeds), -1))
+            for i, sub in enumerate(("attn", "mlp"))
+        ]
+    return probes, loss.detach()
 
 
 def _rows(probes: list[Probe], seeds: list[int], loss: torch.Tensor) -> pd.DataFrame:
@@ -67,13 +95,15 @@ def _rows(probes: list[Probe], seeds: list[int], loss: torch.Tensor) -> pd.DataF
     return pd.concat(frames, ignore_index=True)
 
 
-def measure_cell(s: RunSettings, cell: str = "") -> pd.DataFrame:
+def measure_cell(
+    s: RunSettings, cell: str = "", branch_scales: BranchScales | None = None
+) -> pd.DataFrame:
     """Every probe of every seed of one cell, one row per (seed, layer, sublayer, metric),
     with each setting as a column. Raises NonFiniteError naming the cell and seed on NaN/inf."""
     check_device(s.device)
     parts = []
     for seeds in seed_chunks(s):
-        probes, loss = run_pass(s, seeds)
+        probes, loss = run_pass(s, seeds, branch_scales)
         frame = _rows(probes, seeds, loss)
         bad = frame.loc[~np.isfinite(frame["value"])]
         if len(bad):
@@ -89,11 +119,13 @@ def measure_cell(s: RunSettings, cell: str = "") -> pd.DataFrame:
     return frame
 
 
-def measure_job(job: Job) -> pd.DataFrame:
-    """All cells of one job, tagged with study, arm, job and cell label columns."""
+def measure_job(job: Job, branch_scales: dict[str, BranchScales] | None = None) -> pd.DataFrame:
+    """All cells of one job, tagged with study, arm, job and cell label columns;
+    branch_scales, if given, holds the per-layer branch scales of every cell by its label."""
     frames = []
     for cell in job.cells:
-        frame = measure_cell(cell.settings, f"{job.study}/{job.arm}/{cell.label}")
+        scales = None if branch_scales is None else branch_scales[cell.label]
+        frame = measure_cell(cell.settings, f"{job.study}/{job.arm}/{cell.label}", scales)
         frame.insert(0, "label", cell.label)
         frame.insert(0, "job", job.job)
         frame.insert(0, "arm", job.arm)

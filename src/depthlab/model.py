@@ -169,17 +169,19 @@ def block(
     x: Tensor, p: dict[str, Tensor], s: RunSettings, scale: tuple[float, float], trace: Trace
 ) -> Tensor:
     """One block of the given placement; records mid, attn, mlp into trace. scale=(a_attn, a_mlp)
-    multiplies the branch outputs before they join the stream (Pre-LN only)."""
+    multiplies the branch outputs before they join the stream (Pre-LN only); s.skip_scale
+    multiplies the skip path of both sublayers, as DeepNorm's alpha does (Pre-LN and Post-LN)."""
+    skip = s.skip_scale
     if s.placement == "pre":
         a = attention(layer_norm(x, p["ln1_w"], p["ln1_b"]), p, s)
-        h = x + scale[0] * a
+        h = skip * x + scale[0] * a
         m = mlp(layer_norm(h, p["ln2_w"], p["ln2_b"]), p, s)
-        out = h + scale[1] * m
+        out = skip * h + scale[1] * m
     elif s.placement == "post":
         a = attention(x, p, s)
-        h = layer_norm(x + a, p["ln1_w"], p["ln1_b"])
+        h = layer_norm(skip * x + a, p["ln1_w"], p["ln1_b"])
         m = mlp(h, p, s)
-        out = layer_norm(h + m, p["ln2_w"], p["ln2_b"])
+        out = layer_norm(skip * h + m, p["ln2_w"], p["ln2_b"])
     else:
         a = attention(x, p, s)
         h = layer_norm(a, p["ln1_w"], p["ln1_b"])

@@ -9,6 +9,7 @@ activations are in units of the input's standard deviation, which is 1).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
 
 import torch
 from torch import Tensor
@@ -47,8 +48,11 @@ def grad_norm(params: StackParams, trace: Trace, s: RunSettings) -> list[Probe]:
              head belong to no block.
     weights: the same over the six weight matrices only (Wq, Wk, Wv, Wo, W1, W2).
     input:   Frobenius norm of dLoss/dx over the block's input stream (all tokens).
+    none:    no gradients were taken; no probe.
     Also the first/last ratio ||g_1|| / ||g_L||. Units: loss units per parameter unit.
     """
+    if s.grad_of == "none":
+        return []
     L = s.depth
     if s.grad_of == "input":
         norms = _per_seed(lambda t: t.grad.norm(dim=(1, 2)), trace.stream[:L])
@@ -70,9 +74,10 @@ def grad_norm(params: StackParams, trace: Trace, s: RunSettings) -> list[Probe]:
 
 def stream_stats(params: StackParams, trace: Trace, s: RunSettings) -> list[Probe]:
     """Residual-stream sd and variance after every block (layer 0 = the input), before any final
-    norm; the Pre-LN variance increments delta_attn(l) = Var(h_l) - Var(x_{l-1}) and
-    delta_mlp(l) = Var(x_l) - Var(h_l), which telescope exactly to V_L - V_0; and the variance
-    of each raw branch output."""
+    norm; the Pre-LN variance increments delta_attn(l) = Var(h_l) - c^2 Var(x_{l-1}) and
+    delta_mlp(l) = Var(x_l) - c^2 Var(h_l), the variance a branch adds on top of its skip path
+    (c = skip_scale, 1 by default, when they telescope to V_L - V_0); and the variance of each
+    raw branch output."""
     layers = list(range(s.depth + 1))
     blocks = list(range(1, s.depth + 1))
     probes = [
@@ -86,8 +91,8 @@ def stream_stats(params: StackParams, trace: Trace, s: RunSettings) -> list[Prob
         v_stream = _per_seed(_var, trace.stream)
         v_mid = _per_seed(_var, trace.mid)
         probes += [
-            Probe("delta", "attn", blocks, v_mid - v_stream[:, :-1]),
-            Probe("delta", "mlp", blocks, v_stream[:, 1:] - v_mid),
+            Probe("delta", "attn", blocks, v_mid - s.skip_scale**2 * v_stream[:, :-1]),
+            Probe("delta", "mlp", blocks, v_stream[:, 1:] - s.skip_scale**2 * v_mid),
         ]
     return probes
 
@@ -109,7 +114,97 @@ def token_corr(params: StackParams, trace: Trace, s: RunSettings) -> list[Probe]
     return [Probe("token_corr", "block", list(range(s.depth + 1)), values)]
 
 
-PROBES = (grad_norm, stream_stats, token_corr)
+def _rms(t: Tensor) -> Tensor:
+    """Root mean square over all entries of each seed's tensor (S, N, d) -> (S,)."""
+    return t.pow(2).mean(dim=(1, 2)).sqrt()
+
+
+def _corr(a: Tensor, b: Tensor) -> Tensor:
+    """Pearson correlation of two (S, N, d) tensors over all their entries, per seed -> (S,)."""
+    a = a - a.mean(dim=(1, 2), keepdim=True)
+    b = b - b.mean(dim=(1, 2), keepdim=True)
+    return (a * b).sum(dim=(1, 2)) / (a.norm(dim=(1, 2)) * b.norm(dim=(1, 2)))
+
+
+def omega(params: StackParams, trace: Trace, s: RunSettings) -> list[Probe]:
+    """The change of the normalised state made by block k, D_k = LN(x_k) - LN(x_{k-1}) with
+    x_k = stream[k] (x_0 the input) and LN over d without affine (eps 1e-5): per seed, the
+    mean |D_k| (omega_abs) and the unbiased variance of D_k (omega_var) over all tokens and
+    coordinates, at layer k = 1..L.
+
+    Counting: layer k is the k-th block, theory096's omega_k when the input is its term 0 (the
+    note's x_1, of variance (k-1) sigma^2 = 0); if the input counts as a first independent term,
+    block k is omega_{k+1}. Units: the sd of a normalised coordinate (1)."""
+    normed = [torch.nn.functional.layer_norm(x, x.shape[-1:]) for x in trace.stream]
+    diffs = [b - a for a, b in pairwise(normed)]
+    blocks = list(range(1, s.depth + 1))
+    return [
+        Probe("omega_abs", "block", blocks, _per_seed(lambda t: t.abs().mean(dim=(1, 2)), diffs)),
+        Probe("omega_var", "block", blocks, _per_seed(_var, diffs)),
+    ]
+
+
+def block_independence(params: StackParams, trace: Trace, s: RunSettings) -> list[Probe]:
+    """Pre-LN only, theory096's independence assumption. For what block k adds to the stream,
+    f_k = x_k - c^2 x_{k-1} (c = skip_scale, 1 by default): its variance (block_var) and its
+    correlation with the stream it is added to, corr(f_k, x_{k-1}) (block_stream_corr; with
+    c = 1, V_k = V_{k-1} + Var f_k + 2 cov exactly).
+    With the `block_corr` setting also corr(f_i, f_j) for every pair i < j: metric block_corr,
+    sublayer 'f<i>', layer j (L(L-1)/2 values per seed, so off by default). Correlations are
+    Pearson over all tokens and coordinates, per seed."""
+    if s.placement != "pre":
+        return []
+    f = [b - s.skip_scale**2 * a for a, b in pairwise(trace.stream)]
+    blocks = list(range(1, s.depth + 1))
+    probes = [
+        Probe("block_var", "block", blocks, _per_seed(_var, f)),
+        Probe("block_stream_corr", "block", blocks,
+              torch.stack([_corr(fk, x) for fk, x in zip(f, trace.stream, strict=False)], 1)),
+    ]
+    if s.block_corr:
+        flat = torch.stack([t.flatten(1) for t in f], dim=1)  # (S, L, N*d)
+        flat = flat - flat.mean(dim=2, keepdim=True)
+        flat = flat / flat.norm(dim=2, keepdim=True)
+        corr = flat @ flat.transpose(1, 2)
+        probes += [
+            Probe("block_corr", f"f{i}", blocks[i:], corr[:, i - 1, i:]) for i in blocks[:-1]
+        ]
+    return probes
+
+
+def branch_to_stream(params: StackParams, trace: Trace, s: RunSettings) -> list[Probe]:
+    """The monitor note's per-block curves. stream_rms: sqrt(mean x_l^2) of the residual stream
+    after block l (layer 0 = the input; before any final norm), in input-sd units. branch_ratio
+    (Pre-LN and Post-LN): RMS of what a sublayer adds over RMS of the stream it is added to,
+    attn over x_{l-1}, mlp over the mid stream h_l, and for Pre-LN the whole block, f_l over
+    x_{l-1}. Pre-LN adds the scaled branch outputs (h - c x, x' - c h), Post-LN the raw ones
+    before its norm; the stream they join is the skip path, c times the stream (c = skip_scale,
+    1 by default). Dimensionless."""
+    probes = [Probe("stream_rms", "block", list(range(s.depth + 1)), _per_seed(_rms, trace.stream))]
+    if s.placement == "none":
+        return probes
+    c = s.skip_scale
+    x_in, x_out = trace.stream[:-1], trace.stream[1:]
+    if s.placement == "pre":
+        added = {
+            "attn": [h - c * x for h, x in zip(trace.mid, x_in, strict=True)],
+            "mlp": [y - c * h for y, h in zip(x_out, trace.mid, strict=True)],
+            "block": [y - c**2 * x for y, x in zip(x_out, x_in, strict=True)],
+        }
+    else:
+        added = {"attn": trace.attn, "mlp": trace.mlp}
+    skip = {"attn": (x_in, c), "mlp": (trace.mid, c), "block": (x_in, c**2)}
+    blocks = list(range(1, s.depth + 1))
+    for sublayer, parts in added.items():
+        base, factor = skip[sublayer]
+        ratio = torch.stack(
+            [_rms(a) / (factor * _rms(b)) for a, b in zip(parts, base, strict=True)], 1
+        )
+        probes.append(Probe("branch_ratio", sublayer, blocks, ratio))
+    return probes
+
+
+PROBES = (grad_norm, stream_stats, token_corr, omega, block_independence, branch_to_stream)
 
 
 @torch.no_grad()

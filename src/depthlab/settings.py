@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 
 PLACEMENTS = ("post", "pre", "none")
@@ -12,7 +13,7 @@ INITS = ("torch_default", "fan_in")
 DTYPES = ("float64", "float32")
 DEVICES = ("cpu", "cuda")
 LOSSES = ("mse", "cross_entropy")
-GRAD_OF = ("params", "weights", "input")
+GRAD_OF = ("params", "weights", "input", "none")
 FINAL_NORMS = ("auto", "on", "off")
 
 
@@ -38,6 +39,7 @@ class RunSettings:
     init: str = "torch_default"
     out_scale: float = 1.0
     residual_scale: float = 1.0
+    skip_scale: float = 1.0
     final_norm: str = "auto"
     dtype: str = "float64"
     device: str = "cpu"
@@ -49,6 +51,7 @@ class RunSettings:
     seeds: int = 6
     seed_offset: int = 0
     seed_batch: int = 0
+    block_corr: bool = False
 
     @classmethod
     def from_mapping(cls, values: dict, where: str = "settings") -> RunSettings:
@@ -85,16 +88,27 @@ class RunSettings:
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"{where}: {key}={value!r} must be a positive integer")
+        for key in ("tokens", "head_classes"):  # token correlation and classes need two
+            if getattr(self, key) < 2:
+                raise ConfigError(f"{where}: {key}={getattr(self, key)!r} must be at least 2")
         for key in ("seed_offset", "seed_batch"):
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ConfigError(f"{where}: {key}={value!r} must be a non-negative integer")
-        for key in ("out_scale", "residual_scale"):
+        for key in ("out_scale", "residual_scale", "skip_scale"):
             value = getattr(self, key)
-            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-                raise ConfigError(f"{where}: {key}={value!r} must be a positive number")
+            if isinstance(value, bool) or not isinstance(value, int | float) or not (
+                0 < value < math.inf
+            ):
+                raise ConfigError(f"{where}: {key}={value!r} must be a positive finite number")
+        if self.placement == "none" and self.skip_scale != 1:
+            raise ConfigError(
+                f"{where}: skip_scale={self.skip_scale!r} needs a residual (placement pre or post)"
+            )
         if not isinstance(self.causal, bool):
             raise ConfigError(f"{where}: causal={self.causal!r} must be true or false")
+        if not isinstance(self.block_corr, bool):
+            raise ConfigError(f"{where}: block_corr={self.block_corr!r} must be true or false")
         if self.d_model % self.heads:
             raise ConfigError(
                 f"{where}: heads={self.heads} does not divide d_model={self.d_model}"

@@ -8,6 +8,7 @@ rule aggregate:
         "results/tables/{study}.parquet",
     log:
         "logs/aggregate/{study}.log",
+    localrule: True
     conda:
         "../../envs/depthlab.yaml"
     params:

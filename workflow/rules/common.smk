@@ -1,18 +1,32 @@
 # Helpers shared by every stage: config parsing, the job catalogue, code hashes.
+import dataclasses
 import json
+import os
 import sys
 
-sys.path.insert(0, f"{workflow.basedir}/src")
+from snakemake.utils import validate
 
+# the package in this workflow's src/ is the one hashed below AND the one jobs import
+# (scripts otherwise import whatever `pip install -e` points at)
+sys.path.insert(0, f"{workflow.basedir}/src")
+os.environ.update(
+    PYTHONPATH=os.pathsep.join(
+        [f"{workflow.basedir}/src", *filter(None, [os.environ.get("PYTHONPATH")])]
+    )
+)
+
+from depthlab import cost
 from depthlab.codehash import MEASURE_MODULES, code_hash
-from depthlab.grid import study_jobs
 from depthlab.settings import ConfigError
 from depthlab.targets import TARGETS
+from depthlab.validate import check_config
 
+SCHEMA = f"{workflow.basedir}/workflow/schemas/config.schema.yaml"
 try:
-    JOBS = {(j.study, j.arm, j.job): j for j in study_jobs(config)}
+    JOBS = {(j.study, j.arm, j.job): j for j in check_config(config, SCHEMA)}
 except ConfigError as err:
-    raise ValueError(f"invalid config: {err}") from None
+    sys.exit(f"config error: {err}")  # one line, no traceback, before any job runs
+validate(config, SCHEMA)  # passes now; fills the schema's defaults
 
 MEASURE_CODE = code_hash(MEASURE_MODULES)
 PACKAGE_CODE = code_hash()
@@ -34,9 +48,39 @@ def job_cells(wildcards):
     )
 
 
+def measure_mem_mb(wildcards, attempt):
+    """Memory request of one measure job in MB (depthlab.cost.mem_mb), more on each retry."""
+    return cost.mem_mb(JOBS[(wildcards.study, wildcards.arm, wildcards.job)], attempt)
+
+
+def measure_runtime(wildcards, attempt):
+    """Runtime request of one measure job in minutes (depthlab.cost.runtime_min)."""
+    return cost.runtime_min(
+        JOBS[(wildcards.study, wildcards.arm, wildcards.job)], attempt
+    )
+
+
+def job_training(wildcards):
+    """The training settings of a train job's arm as a sorted JSON string (TRAINING is set in
+    train.smk; a change reruns the job)."""
+    settings = TRAINING[(wildcards.study, wildcards.arm)]
+    return json.dumps(dataclasses.asdict(settings), sort_keys=True)
+
+
 def study_shards(wildcards):
     """Every shard of one study."""
     return [j.shard for j in JOBS.values() if j.study == wildcards.study]
+
+
+def provenance_inputs():
+    """Every Parquet file the default target makes: each job's shard, each study's table, and
+    the fits of the studies that have targets."""
+    fitted = sorted({t.study for t in STUDY_TARGETS})
+    return (
+        [j.shard for j in JOBS.values()]
+        + [f"results/tables/{study}.parquet" for study in config["studies"]]
+        + [f"results/fits/{study}.parquet" for study in fitted]
+    )
 
 
 def all_targets():

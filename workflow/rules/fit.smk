@@ -8,6 +8,7 @@ rule fit:
         "results/fits/{study}.parquet",
     log:
         "logs/fit/{study}.log",
+    localrule: True
     conda:
         "../../envs/depthlab.yaml"
     params:

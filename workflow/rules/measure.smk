@@ -12,7 +12,8 @@ rule measure:
         "../../envs/depthlab.yaml"
     threads: config["threads"]
     resources:
-        mem_mb=4000,
+        mem_mb=measure_mem_mb,
+        runtime=measure_runtime,
     params:
         cells=job_cells,
         code=MEASURE_CODE,

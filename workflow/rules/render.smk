@@ -11,6 +11,7 @@ for target in STUDY_TARGETS:
             **target.outputs,
         log:
             f"logs/render/{target.name}.log",
+        localrule: True
         conda:
             "../../envs/depthlab.yaml"
         params:

@@ -2,16 +2,11 @@
 
 import pandas as pd
 
-from depthlab.io import provenance, read_meta, write_parquet
+from depthlab.io import inherited, provenance, read_meta, write_parquet
 from depthlab.logs import to_file
 
 to_file(snakemake.log[0])
 frame = pd.concat([pd.read_parquet(p) for p in snakemake.input], ignore_index=True)
 metas = [read_meta(p) for p in snakemake.input]
-meta = provenance({
-    "shards": len(metas),
-    "config_hashes": ",".join(sorted({m["config_hash"] for m in metas})),
-    "devices": ",".join(sorted({m["device"] for m in metas})),
-    "dtypes": ",".join(sorted({m["dtype"] for m in metas})),
-})
+meta = provenance({**inherited(metas), "shards": len(metas)})
 write_parquet(frame, snakemake.output[0], meta)

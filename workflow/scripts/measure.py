@@ -1,13 +1,14 @@
 """Adapter: run one measure job (all its cells and seeds) and write its Parquet shard."""
 
-import hashlib
 import json
 import logging
 
+import pandas as pd
 import torch
 
+from depthlab.calibrate import branch_scales
 from depthlab.grid import Cell, Job
-from depthlab.io import provenance, write_parquet
+from depthlab.io import config_hash, provenance, write_parquet
 from depthlab.logs import to_file
 from depthlab.measure import measure_job
 from depthlab.settings import RunSettings
@@ -22,10 +23,13 @@ job = Job(
     tuple(Cell(c.pop("label"), RunSettings(**c)) for c in cells),
 )
 logging.info("measuring %d cells of %s/%s/%s", len(cells), job.study, job.arm, job.job)
-frame = measure_job(job)
+# a calibrated arm (workflow/rules/calibrate.smk) reruns its cells with per-layer branch scales
+calibration = snakemake.input.get("calibration")
+scales = branch_scales(pd.read_parquet(calibration)) if calibration else None
+frame = measure_job(job, scales)
 first = job.cells[0].settings
 meta = provenance({
-    "config_hash": hashlib.sha256(snakemake.params.cells.encode()).hexdigest()[:16],
+    "config_hash": config_hash(snakemake.params.cells),
     "dtype": first.dtype,
     "device": first.device,
     "threads": snakemake.threads,

@@ -1,0 +1,63 @@
+"""monitor: what to log in a deep stack, Pre-LN against Post-LN, at initialisation.
+
+The note's three curves: the residual-stream norm per block, each block's branch-to-stream
+ratio, and the scale of the head's input across depths with and without the final LayerNorm.
+Fits: per-seed summaries of each (depthlab.stats.seed_summary); the table of head input scales.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from depthlab.figures import PLACEMENT_NAMES
+from depthlab.stack96 import _summaries
+from depthlab.tables import spread
+
+KEYS = ["arm", "label", "placement", "depth", "final_norm"]
+ORDER = ["pre", "post", "none"]
+
+
+def fit(table: pd.DataFrame) -> pd.DataFrame:
+    """Per cell and block: stream_rms and branch_ratio_<attn|mlp|block>; per cell: the head
+    input sd (head_input_sd) and the stream growth rms(x_L) / rms(x_0) (stream_rms_growth)."""
+    parts = [
+        _summaries(table[table["metric"] == "stream_rms"], [*KEYS, "layer"], "stream_rms"),
+        _summaries(table[table["metric"] == "head_input_sd"], KEYS, "head_input_sd"),
+    ]
+    ratio = table[table["metric"] == "branch_ratio"]
+    for sublayer, sub in ratio.groupby("sublayer"):
+        parts.append(_summaries(sub, [*KEYS, "layer"], f"branch_ratio_{sublayer}"))
+    rms = table[table["metric"] == "stream_rms"]
+    first = rms[rms["layer"] == 0].set_index([*KEYS, "seed"])["value"]
+    last = rms[rms["layer"] == rms["depth"]].set_index([*KEYS, "seed"])["value"]
+    growth = (last / first).rename("value").reset_index()
+    parts.append(_summaries(growth, KEYS, "stream_rms_growth"))
+    return pd.concat(parts, ignore_index=True)
+
+
+def one_final_norm(fits: pd.DataFrame) -> pd.DataFrame:
+    """The rows of one final_norm value: everything but the head input is the same for both
+    (the final norm sits after the last block; tests/test_monitor.py checks it)."""
+    return fits[fits["final_norm"] == sorted(fits["final_norm"].unique())[0]]
+
+
+def head_input_scale(fits: pd.DataFrame) -> pd.DataFrame:
+    """Median sd of the head's input (seed range beside) by placement and depth, with the
+    final LayerNorm on and off, and the stream's growth rms(x_L)/rms(x_0) before it."""
+    head = fits[fits["quantity"] == "head_input_sd"]
+    growth = one_final_norm(fits[fits["quantity"] == "stream_rms_growth"])
+    rows = []
+    for placement in [p for p in ORDER if p in set(head["placement"])]:
+        for depth in sorted(head["depth"].unique()):
+            cell = head[(head["placement"] == placement) & (head["depth"] == depth)]
+            if cell.empty:
+                continue
+            row = {"placement": PLACEMENT_NAMES[placement], "L": int(depth)}
+            g = growth[(growth["placement"] == placement) & (growth["depth"] == depth)]
+            row["stream rms(x_L) / rms(x_0)"] = g["median"].iloc[0]
+            for final_norm, r in cell.set_index("final_norm").sort_index(
+                    ascending=False).iterrows():
+                row[f"head input sd, final norm {final_norm}"] = r["median"]
+                row[f"seed range ({final_norm})"] = spread(r["min"], r["max"])
+            rows.append(row)
+    return pd.DataFrame(rows)

@@ -1,0 +1,57 @@
+"""The figures of the monitor note: stream norm and branch-to-stream ratio by block."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import pandas as pd
+
+from depthlab.figures import PLACEMENT_COLORS, PLACEMENT_NAMES, band
+from depthlab.monitor import ORDER, one_final_norm
+
+
+def stream_norm_by_block(fits: pd.DataFrame):
+    """Residual-stream RMS after each block (block 0 = the input, before any final norm): a
+    panel per placement, a line per depth, median and seed range, log scale. Seed i draws the
+    same first blocks at every depth, so shorter stacks lie under the deepest one."""
+    rms = one_final_norm(fits[fits["quantity"] == "stream_rms"])
+    placements = [p for p in ORDER if p in set(rms["placement"])]
+    fig, axes = plt.subplots(1, len(placements), figsize=(4.2 * len(placements), 3.6),
+                             squeeze=False, sharey=True)
+    for ax, placement in zip(axes[0], placements, strict=True):
+        sub = rms[rms["placement"] == placement]
+        for i, depth in enumerate(sorted(sub["depth"].unique())):
+            band(ax, sub[sub["depth"] == depth], "layer", f"L = {int(depth)}", f"C{i}")
+        ax.set_yscale("log")
+        ax.set_title(PLACEMENT_NAMES[placement])
+        ax.set_xlabel("block l (0 = input)")
+    axes[0][0].set_ylabel("stream RMS √mean(x_l²)")
+    axes[0][0].legend(fontsize=7)
+    n = int(rms["n_seeds"].max())
+    fig.suptitle(f"Residual-stream norm by block at init (median and range of {n} seeds)")
+    return fig
+
+
+def branch_to_stream_ratio(fits: pd.DataFrame):
+    """RMS of what each sublayer adds over RMS of the stream it joins, by block: a panel per
+    depth, colour = placement, line style = sublayer (Pre-LN also the whole block)."""
+    ratio = one_final_norm(fits[fits["quantity"].str.startswith("branch_ratio_")])
+    depths = sorted(ratio["depth"].unique())
+    styles = {"attn": "-", "mlp": "--", "block": ":"}
+    fig, axes = plt.subplots(1, len(depths), figsize=(3.6 * len(depths), 3.6), squeeze=False,
+                             sharey=True)
+    for ax, depth in zip(axes[0], depths, strict=True):
+        for placement in ORDER:
+            for sublayer, style in styles.items():
+                sub = ratio[(ratio["depth"] == depth) & (ratio["placement"] == placement)
+                            & (ratio["quantity"] == f"branch_ratio_{sublayer}")]
+                if not sub.empty:
+                    band(ax, sub, "layer", f"{PLACEMENT_NAMES[placement]} {sublayer}",
+                         PLACEMENT_COLORS[placement], ls=style)
+        ax.set_yscale("log")
+        ax.set_title(f"L = {int(depth)}")
+        ax.set_xlabel("block l")
+    axes[0][0].set_ylabel("RMS(branch added) / RMS(stream it joins)")
+    axes[0][0].legend(fontsize=7)
+    n = int(ratio["n_seeds"].max())
+    fig.suptitle(f"Branch-to-stream ratio by block at init (median and range of {n} seeds)")
+    return fig

@@ -1,0 +1,149 @@
+"""Bad configs (issue 7): each is rejected before any job runs, with one line naming the key and
+the offending value, and no Python traceback as the user-facing error."""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import pytest
+import torch
+import yaml
+from conftest import ROOT, copy_workflow, run_snakemake
+
+from depthlab.settings import ConfigError
+from depthlab.validate import check_config
+
+SCHEMA = ROOT / "workflow/schemas/config.schema.yaml"
+
+GOOD = {
+    "threads": 1,
+    "studies": {"rel": {
+        "settings": {"d_model": 16, "heads": 4, "tokens": 4, "seeds": 2},
+        "arms": {"a": {"axes": {"placement": ["pre"], "depth": [2, 3]}, "pack": ["depth"]}},
+    }},
+}
+STUDY = ("studies", "rel")
+SETTINGS = (*STUDY, "settings")
+ARM = (*STUDY, "arms", "a")
+AXES = (*ARM, "axes")
+DELETE = object()
+NO_GPU = pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")
+
+# (id, {key path: new value or DELETE}, fragments the message must contain)
+CASES = [
+    ("unknown_key", {("colour",): "red"}, ["unknown key 'colour'"]),
+    ("misspelt_top_key", {("studies",): DELETE, ("studys",): GOOD["studies"]},
+     ["unknown key 'studys'", "did you mean 'studies'"]),
+    ("misspelt_setting", {(*SETTINGS, "depht"): 3},
+     ["studies.rel.settings", "'depht'", "did you mean 'depth'"]),
+    ("misspelt_axis", {(*AXES, "depht"): [2]}, ["studies.rel.arms.a.axes", "'depht'"]),
+    ("misspelt_arm_key", {(*ARM, "axes"): DELETE, (*ARM, "axis"): {"depth": [2]}},
+     ["studies.rel.arms.a", "unknown key 'axis'", "did you mean 'axes'"]),
+    ("threads_wrong_type", {("threads",): "two"}, ["threads='two'", "integer"]),
+    ("depth_wrong_type", {(*SETTINGS, "depth"): "3"}, ["settings.depth='3'", "integer"]),
+    ("causal_wrong_type", {(*SETTINGS, "causal"): "yes"}, ["causal='yes'", "true or false"]),
+    ("tokens_not_integer", {(*SETTINGS, "tokens"): 2.5}, ["tokens=2.5", "integer"]),
+    ("depth_zero", {(*SETTINGS, "depth"): 0}, ["settings.depth=0"]),
+    ("depth_negative_in_grid", {(*AXES, "depth"): [2, -1]}, ["studies.rel.arms.a", "depth=-1"]),
+    ("depth_bool_in_grid", {(*AXES, "depth"): [True]}, ["depth=True"]),
+    ("seeds_zero", {(*SETTINGS, "seeds"): 0}, ["settings.seeds=0"]),
+    ("seeds_zero_in_grid", {(*AXES, "seeds"): [0]}, ["seeds=0"]),
+    ("unknown_placement", {(*SETTINGS, "placement"): "middle"},
+     ["placement='middle'", "'post', 'pre', 'none'"]),
+    ("unknown_placement_in_grid", {(*AXES, "placement"): ["pre", "middle"]},
+     ["studies.rel.arms.a", "placement='middle'"]),
+    ("heads_not_dividing_d_model", {(*SETTINGS, "heads"): 3}, ["heads=3", "d_model=16"]),
+    ("unknown_dtype", {(*SETTINGS, "dtype"): "float16"}, ["dtype='float16'", "float64"]),
+    ("unknown_dtype_in_grid", {(*AXES, "dtype"): ["float64", "bfloat16"]}, ["dtype='bfloat16'"]),
+    ("unknown_device", {("device",): "gpu"}, ["device='gpu'", "'cpu', 'cuda'"]),
+    pytest.param("cuda_without_gpu", {("device",): "cuda"}, ["device='cuda'", "no CUDA device"],
+                 marks=NO_GPU),
+    pytest.param("cuda_in_grid_without_gpu", {(*AXES, "device"): ["cuda"]},
+                 ["studies.rel.arms.a", "device='cuda'", "no CUDA device"], marks=NO_GPU),
+    ("out_scale_zero", {(*SETTINGS, "out_scale"): 0}, ["out_scale=0", "> 0"]),
+    ("out_scale_negative_in_grid", {(*AXES, "out_scale"): [1, -3]}, ["out_scale=-3"]),
+    ("out_scale_string_in_grid", {(*AXES, "out_scale"): [1, "3"]}, ["out_scale='3'"]),
+    ("out_scale_infinite", {(*SETTINGS, "out_scale"): math.inf}, ["out_scale=inf"]),
+    ("empty_grid_axis", {(*AXES, "depth"): []}, ["studies.rel.arms.a.axes.depth=[]", "empty"]),
+    ("empty_axes", {AXES: {}}, ["studies.rel.arms.a.axes={}", "empty"]),
+    ("no_arms", {(*STUDY, "arms"): {}}, ["studies.rel.arms={}", "empty"]),
+    ("no_studies", {("studies",): {}}, ["studies={}", "empty"]),
+    ("duplicate_grid_values", {(*AXES, "depth"): [2, 3, 2]}, ["axes.depth=[2, 3, 2]", "[2]"]),
+    ("duplicate_grid_values_int_float", {(*AXES, "out_scale"): [1, 1.0]},
+     ["axes.out_scale=[1, 1.0]"]),
+    ("pack_names_missing_axis", {(*ARM, "pack"): ["tokens"]},
+     ["studies.rel.arms.a.pack", "'tokens'"]),
+    ("pack_names_unknown_setting", {(*ARM, "pack"): ["depht"]},
+     ["pack[0]='depht'", "did you mean 'depth'"]),
+    ("pack_not_a_list", {(*ARM, "pack"): "depth"}, ["pack='depth'", "a list"]),
+    ("missing_axes", {AXES: DELETE}, ["studies.rel.arms.a", "missing key 'axes'"]),
+    ("settings_empty", {SETTINGS: None}, ["studies.rel.settings=None", "a mapping"]),
+    ("study_name_with_dash", {STUDY: DELETE, ("studies", "my-study"): GOOD["studies"]["rel"]},
+     ["'my-study'", "must match"]),
+    ("tokens_one_in_grid", {(*AXES, "tokens"): [1]}, ["tokens=1", "at least 2"]),
+    ("analysis_out_of_range", {(*STUDY, "analysis"): {"single_depth": 0}},
+     ["analysis.single_depth=0"]),
+]
+
+
+def bad_config(edits: dict) -> dict:
+    """GOOD with `edits` applied, as read back from a YAML file."""
+    config = copy.deepcopy(GOOD)
+    for path, value in edits.items():
+        node = config
+        for key in path[:-1]:
+            node = node[key]
+        if value is DELETE:
+            del node[path[-1]]
+        else:
+            node[path[-1]] = value
+    return yaml.safe_load(yaml.safe_dump(config))
+
+
+def case_id(case) -> str:
+    return case.values[0] if hasattr(case, "values") else case[0]
+
+
+@pytest.mark.parametrize("case, edits, fragments", CASES, ids=[case_id(c) for c in CASES])
+def test_bad_config_is_rejected_naming_key_and_value(case, edits, fragments):
+    """What common.smk does at parse time: a ConfigError (which it prints as one line and exits
+    with, before any job) and nothing else; any other exception would reach the user as a
+    traceback."""
+    with pytest.raises(ConfigError) as err:
+        check_config(bad_config(edits), SCHEMA)
+    message = str(err.value)
+    assert "\n" not in message
+    for fragment in fragments:
+        assert fragment in message, (fragment, message)
+
+
+def test_the_good_config_passes():
+    assert len(check_config(bad_config({}), SCHEMA)) == 1
+
+
+# the same through the command line, for one case of each kind of check (each costs a parse)
+CLI_CASES = ("misspelt_setting", "heads_not_dividing_d_model", "pack_names_missing_axis",
+             "cuda_without_gpu")
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    return copy_workflow(tmp_path_factory.mktemp("badconfig"))
+
+
+@pytest.mark.workflow
+@pytest.mark.parametrize("case, edits, fragments",
+                         [c for c in CASES if case_id(c) in CLI_CASES], ids=list(CLI_CASES))
+def test_snakemake_prints_one_line_and_starts_nothing(workdir, case, edits, fragments):
+    path = workdir / f"{case}.yaml"
+    path.write_text(yaml.safe_dump(bad_config(edits)))
+    run = run_snakemake(workdir, "--cores", "1", "--configfile", path.name, check=False)
+    output = run.stdout + run.stderr
+    errors = [line for line in output.splitlines() if "error" in line.lower()]
+    assert run.returncode == 1, output
+    assert len(errors) == 1 and errors[0].startswith("config error: "), output
+    for fragment in fragments:
+        assert fragment in errors[0], (fragment, errors[0])
+    assert "Traceback" not in output and 'File "' not in output, output
+    assert not (workdir / "results").exists()

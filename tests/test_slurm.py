@@ -1,0 +1,251 @@
+"""Cluster execution: the job cost model behind the Slurm requests, the GPU overlay, the early
+failure of a cuda request without a GPU, and a real Slurm run of the tiny study.
+
+The slurm-marked test starts the single-node Slurm 22.05 cluster of ../shared/tools/slurm (root
+only: it installs Debian's packages on first use and writes /etc/slurm), runs config/tiny.yaml
+through profiles/slurm, cancels one running job, and always stops the cluster again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fcntl
+import os
+import re
+import subprocess
+import threading
+import time
+
+import pandas as pd
+import pytest
+import torch
+import yaml
+from conftest import CORPUS, ROOT, SNAKEMAKE, copy_workflow, run_snakemake
+
+from depthlab import cost
+from depthlab.grid import Cell, Job, study_jobs
+from depthlab.io import read_meta
+from depthlab.measure import check_device, measure_cell
+from depthlab.model import build, forward, per_seed_loss
+from depthlab.settings import RunSettings
+
+SLURM_TOOLS = ROOT / "../shared/tools/slurm"
+# the test cluster's partition and account: given on the command line, never in the profile
+PARTITION = ACCOUNT = "depthlab_ci"
+# poll every second from the start (the plugin's defaults wait 40 s, then back off)
+FAST_STATUS = ["--seconds-between-status-checks", "1",
+               "--slurm-init-seconds-before-status-checks", "1"]
+SUBMITTED = re.compile(r"submitted with SLURM jobid (\d+) \(log: \S*/slurm_logs/rule_(\w+)/(\S+)/")
+
+
+def _job(**settings) -> Job:
+    return Job("s", "a", "j", (Cell("c", RunSettings(**settings)),))
+
+
+def test_requests_grow_with_depth_seeds_and_attempt():
+    small, deep, seeds = _job(depth=6), _job(depth=96), _job(depth=6, seeds=60)
+    assert cost.mem_mb(deep) > cost.mem_mb(small) and cost.mem_mb(seeds) > cost.mem_mb(small)
+    assert cost.runtime_min(deep) > cost.runtime_min(small)
+    assert cost.runtime_min(seeds) > cost.runtime_min(small)
+    # seed_batch bounds memory, not runtime
+    batched = _job(depth=6, seeds=60, seed_batch=6)
+    assert cost.mem_mb(batched) < cost.mem_mb(seeds)
+    assert cost.runtime_min(batched) == cost.runtime_min(seeds)
+    assert cost.mem_mb(deep, attempt=2) == 2 * cost.mem_mb(deep)
+    assert cost.runtime_min(deep, attempt=3) == 3 * cost.runtime_min(deep)
+
+
+def _held_bytes(s: RunSettings) -> int:
+    """Bytes one pass holds at the start of backward: every tensor autograd saved, the trace,
+    the weights, plus one gradient per weight (distinct storages, counted once)."""
+    storages = {}
+
+    def keep(t: torch.Tensor) -> torch.Tensor:
+        storages[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+        return t
+
+    params, draw = build(s, s.seed_list())
+    with torch.autograd.graph.saved_tensors_hooks(keep, lambda t: t):
+        y, trace = forward(params, draw.x, s)
+        per_seed_loss(y, params, draw, s)
+    weights = [*(w for block in params.blocks for w in block.values()), *params.final.values()]
+    for tensor in [*weights, *trace.stream, *trace.mid, *trace.attn, *trace.mlp]:
+        keep(tensor)
+    return sum(storages.values()) + sum(w.untyped_storage().nbytes() for w in weights)
+
+
+@pytest.mark.parametrize("settings", [
+    {"depth": 8, "d_model": 64, "tokens": 64, "seeds": 2},
+    {"depth": 4, "d_model": 128, "tokens": 512, "seeds": 2},
+    {"depth": 8, "d_model": 64, "tokens": 64, "seeds": 4, "seed_batch": 2, "placement": "post"},
+])
+def test_memory_model_covers_what_a_pass_holds(settings):
+    """pass_bytes is an upper bound on what autograd holds, and not a wild one (1.5x to 2x
+    here; the peak RSS growth measured in cost.py's docstring is 0.6x to 0.8x of it)."""
+    s = RunSettings(**settings)
+    held = _held_bytes(dataclasses.replace(s, seeds=cost.seeds_per_pass(s)))
+    assert held <= cost.pass_bytes(s) <= 2.5 * held
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")
+def test_cuda_without_gpu_fails_before_any_work():
+    with pytest.raises(RuntimeError, match=r"device='cuda' was requested.*profiles/slurm-gpu"):
+        check_device("cuda")
+    start = time.perf_counter()
+    with pytest.raises(RuntimeError, match="sees no CUDA device"):
+        measure_cell(RunSettings(device="cuda", depth=96, seeds=64))
+    assert time.perf_counter() - start < 1.0  # failed before building 64 seeds x 96 layers
+    check_device("cpu")
+
+
+@pytest.mark.workflow
+def test_requests_cover_the_measured_tiny_jobs(tiny_run):
+    """Every measure job of the tiny run stayed within the memory and time it would request."""
+    config = yaml.safe_load((ROOT / "config/tiny.yaml").read_text())
+    checked = 0
+    for job in study_jobs(config):
+        bench = tiny_run / f"results/benchmarks/measure/{job.study}/{job.arm}/{job.job}.tsv"
+        if bench.exists():
+            row = pd.read_csv(bench, sep="\t").iloc[0]
+            assert row["max_rss"] <= cost.mem_mb(job), job
+            assert row["s"] <= 60 * cost.runtime_min(job), job
+            checked += 1
+    assert checked >= 6
+
+
+@pytest.mark.workflow
+def test_gpu_overlay_sends_compute_jobs_to_a_gpu(tmp_path):
+    """A dry run with profiles/slurm plus the slurm-gpu overlay: every measure job asks for the
+    gpu partition, one GPU, cpus = threads, and the cost model's memory and runtime."""
+    work = copy_workflow(tmp_path)
+    out = run_snakemake(work, "-n", "--profile", "profiles/slurm",
+                        "--workflow-profile", "profiles/slurm-gpu",
+                        "--configfile", "config/tiny.yaml").stdout
+    config = yaml.safe_load((ROOT / "config/tiny.yaml").read_text())
+    jobs = {f"study={j.study}, arm={j.arm}, job={j.job}": j for j in study_jobs(config)}
+    blocks = re.findall(r"rule measure:.*?wildcards: (.*?)\n.*?resources: (.*?)\n", out, re.S)
+    assert blocks
+    for wildcards, resources in blocks:
+        job = jobs[wildcards]
+        for expected in ("slurm_partition=gpu", "gpu=1", f"cpus_per_task={config['threads']}",
+                         f"mem_mb={cost.mem_mb(job)},", f"runtime={cost.runtime_min(job)},"):
+            assert expected in resources + ",", (wildcards, expected)
+
+
+# ---------------------------------------------------------------- the real cluster
+
+
+@pytest.fixture(scope="module")
+def slurm_cluster():
+    """The local Slurm cluster with the test partition and account; stopped afterwards, always.
+    The machine has one cluster: concurrent test runs take turns (a lock file), so that one
+    run's stop cannot pull the cluster from under another's jobs."""
+    if os.geteuid() != 0:
+        pytest.skip("starting the local Slurm cluster needs root (CI runs as root)")
+    env = {**os.environ, "SLURM_CI_PARTITION": PARTITION, "SLURM_CI_ACCOUNTS": ACCOUNT}
+    with open("/var/tmp/depthlab-slurm-test.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            start = subprocess.run([SLURM_TOOLS / "start-slurm.sh"], env=env, text=True,
+                                   capture_output=True, timeout=900)
+            assert start.returncode == 0, f"start-slurm.sh failed:\n{start.stdout}{start.stderr}"
+            yield
+        finally:
+            subprocess.run([SLURM_TOOLS / "stop-slurm.sh"], env=env, capture_output=True,
+                           timeout=600)
+
+
+def _cancel_first_running(workdir, done: threading.Event, cancelled: list) -> None:
+    """scancel the first Slurm job of `workdir` seen running (once); its id goes to `cancelled`."""
+    while not done.wait(0.5):
+        queue = subprocess.run(["squeue", "-h", "-t", "RUNNING", "-o", "%i|%Z"],
+                               capture_output=True, text=True).stdout.split()
+        ours = [line.split("|")[0] for line in queue if line.split("|")[1] == str(workdir)]
+        if ours:
+            time.sleep(1)  # let it get going
+            if subprocess.run(["scancel", ours[0]]).returncode == 0:
+                cancelled.append(ours[0])
+                return
+
+
+def _sacct(ids) -> dict[str, dict]:
+    fields = ["JobID", "Partition", "Account", "State", "ReqMem", "Timelimit"]
+    out = subprocess.run(
+        ["sacct", "-X", "-n", "-P", "-o", ",".join(fields), "-j", ",".join(ids)],
+        capture_output=True, text=True, check=True,
+    ).stdout
+    return {row[0]: dict(zip(fields, row, strict=True))
+            for row in (line.split("|") for line in out.splitlines())}
+
+
+def _mb(req_mem: str) -> float:
+    """sacct's ReqMem (e.g. '1500M', '3G') in MB."""
+    return float(req_mem[:-1]) * {"M": 1, "G": 1024}[req_mem[-1]]
+
+
+def _minutes(limit: str) -> int:
+    """sacct's Timelimit ('HH:MM:SS' or 'D-HH:MM:SS') in minutes."""
+    days, _, clock = limit.rpartition("-")
+    h, m, _ = (int(x) for x in clock.split(":"))
+    return int(days or 0) * 1440 + h * 60 + m
+
+
+@pytest.mark.slurm
+@pytest.mark.workflow
+def test_tiny_study_on_slurm(slurm_cluster, tiny_run, tmp_path):
+    work = copy_workflow(tmp_path)
+    config = yaml.safe_load((ROOT / "config/tiny.yaml").read_text())
+    targets = [f"results/tables/{study}.parquet" for study in config["studies"]]
+    profile = yaml.safe_load((ROOT / "profiles/slurm/config.yaml").read_text())
+    # the command line replaces the profile's default-resources: keep its entries, add ours
+    defaults = {**profile["default-resources"], "slurm_partition": PARTITION,
+                "slurm_account": ACCOUNT}
+    cmd = ["timeout", "-k", "60", "600", SNAKEMAKE, *targets,
+           "--workflow-profile", "profiles/slurm", "--configfile", "config/tiny.yaml",
+           "--config", f"corpus_path={CORPUS}", *FAST_STATUS,
+           "--default-resources", *(f"{k}={v}" for k, v in defaults.items())]
+    done, cancelled = threading.Event(), []
+    watcher = threading.Thread(target=_cancel_first_running, args=(work, done, cancelled))
+    watcher.start()
+    try:
+        run = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=700,
+                             env={**os.environ, "PYTHONHASHSEED": "0"})
+    finally:
+        done.set()
+        watcher.join()
+    log = run.stdout + run.stderr
+    assert run.returncode == 0, log[-5000:]
+
+    # every compute job ran as a Slurm job in the test partition and account; no localrule did
+    submitted = SUBMITTED.findall(log)
+    local_rules = set(re.findall(r"^localrule (\w+):", log, re.M))
+    assert "aggregate" in local_rules, log[-5000:]
+    assert not local_rules & {rule for _, rule, _ in submitted}, submitted
+    acct = _sacct([slurm_id for slurm_id, _, _ in submitted])
+    assert len(acct) == len(submitted)
+    for row in acct.values():
+        assert (row["Partition"], row["Account"]) == (PARTITION, ACCOUNT), row
+    completed = {name for slurm_id, _, name in submitted
+                 if acct[slurm_id]["State"] == "COMPLETED"}
+    shards = list((work / "results/runs").glob("*/*/*.parquet"))
+    assert len(completed) == len(shards) >= 6
+    for shard in shards:
+        study, arm, job = shard.relative_to(work / "results/runs").with_suffix("").parts
+        assert f"{study}_{arm}_{job}" in completed, shard
+        assert read_meta(shard)["device"] == "cpu"  # the run metadata records the device
+
+    # the cancelled job failed, was resubmitted with the attempt-2 requests, and completed
+    assert len(cancelled) == 1, "no Slurm job of this run was seen running"
+    assert acct[cancelled[0]]["State"].startswith("CANCELLED"), acct[cancelled[0]]
+    assert "Trying to restart job" in log
+    name = next(name for slurm_id, _, name in submitted if slurm_id == cancelled[0])
+    retries = [slurm_id for slurm_id, _, n in submitted if n == name and slurm_id != cancelled[0]]
+    assert [acct[r]["State"] for r in retries] == ["COMPLETED"]
+    first, retry = acct[cancelled[0]], acct[retries[0]]
+    assert _mb(retry["ReqMem"]) == 2 * _mb(first["ReqMem"])
+    assert _minutes(retry["Timelimit"]) == 2 * _minutes(first["Timelimit"])
+
+    # the same numbers as the local run
+    for target in targets:
+        slurm, local = pd.read_parquet(work / target), pd.read_parquet(tiny_run / target)
+        pd.testing.assert_frame_equal(slurm, local, check_exact=True)

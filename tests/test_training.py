@@ -1,0 +1,187 @@
+"""Training on Tiny Shakespeare: the corpus checksum, a short run, probes on saved weights."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from conftest import CORPUS, copy_workflow, run_snakemake
+
+from depthlab.corpus import (
+    CORPUS_SHA256,
+    CorpusError,
+    fetch_corpus,
+    read_corpus,
+    split,
+    unigram_entropy,
+)
+from depthlab.measure import _rows
+from depthlab.settings import ConfigError, RunSettings
+from depthlab.train import (
+    build_model,
+    fixed_batches,
+    load_weights,
+    model_loss,
+    probe_model,
+    save_weights,
+    train_cell,
+    windows,
+)
+from depthlab.training_config import TrainSettings, training_arms
+
+needs_corpus = pytest.mark.skipif(not CORPUS.is_file(), reason=f"no corpus at {CORPUS}")
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    ids, vocab = read_corpus(CORPUS)
+    return ids, vocab
+
+
+def tiny(**kw) -> RunSettings:
+    base = {"placement": "pre", "depth": 2, "d_model": 16, "heads": 2, "dtype": "float32",
+            "batch": 4, "tokens": 16, "loss": "cross_entropy", "head_classes": 65, "seeds": 2}
+    return RunSettings(**{**base, **kw})
+
+
+def test_corpus_checksum_mismatch_fails_and_leaves_nothing(tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_text("To be, or not to be\n")
+    dest = tmp_path / "resources" / "tinyshakespeare.txt"
+    with pytest.raises(CorpusError, match="sha256 mismatch"):
+        fetch_corpus(dest, bad)
+    assert not dest.exists()
+    with pytest.raises(CorpusError, match="is not a file"):
+        fetch_corpus(dest, tmp_path / "missing.txt")
+
+
+@needs_corpus
+def test_corpus_copy_matches_and_encodes(tmp_path, corpus):
+    dest = tmp_path / "corpus.txt"
+    fetch_corpus(dest, CORPUS, sha256=CORPUS_SHA256)
+    assert dest.stat().st_size == 1_115_394
+    ids, vocab = corpus
+    assert len(vocab) == 65 and len(ids) == 1_115_394
+    assert "".join(vocab[i] for i in ids[:10]) == CORPUS.read_text()[:10]
+    train, val = split(ids, 0.1)
+    assert len(val) == pytest.approx(0.1 * len(ids), abs=1)
+    # a uniform distribution over 65 characters would give ln 65 = 4.17 nats
+    assert 3.0 < unigram_entropy(ids) < np.log(65)
+
+
+@pytest.mark.workflow
+def test_corpus_rule_rejects_a_wrong_file(tmp_path):
+    workdir = copy_workflow(tmp_path)
+    bad = tmp_path / "bad.txt"
+    bad.write_text("not shakespeare")
+    # the target first: --configfile and --config take every following word
+    out = run_snakemake(workdir, "resources/tinyshakespeare.txt", "--cores", "1",
+                        "--configfile", "config/tiny.yaml", "--config", f"corpus_path={bad}",
+                        check=False)
+    assert out.returncode != 0
+    assert "sha256 mismatch" in out.stdout + out.stderr
+    assert not (workdir / "resources" / "tinyshakespeare.txt").exists()
+
+
+def test_train_settings_are_checked():
+    with pytest.raises(ConfigError, match="checkpoints"):
+        TrainSettings.from_mapping({"steps": 10, "checkpoints": [0, 20]})
+    with pytest.raises(ConfigError, match="warmup_steps"):
+        TrainSettings.from_mapping({"steps": 10, "warmup_steps": 11})
+    with pytest.raises(ConfigError, match="unknown key 'step'"):
+        TrainSettings.from_mapping({"step": 10})
+    config = {"studies": {"t": {"settings": {"loss": "mse"}, "training": {},
+                                "arms": {"a": {"axes": {"depth": [2]}}}}}}
+    from depthlab.grid import study_jobs
+    with pytest.raises(ConfigError, match="cross_entropy"):
+        training_arms(config, study_jobs(config))
+
+
+def test_schedule_warms_up_then_decays():
+    ts = TrainSettings(steps=100, warmup_steps=10, min_lr_ratio=0.1)
+    factors = [ts.lr_factor(k) for k in range(100)]
+    assert factors[0] == pytest.approx(1 / 11)
+    assert np.all(np.diff(factors[:11]) > 0) and factors[10] == 1
+    assert np.all(np.diff(factors[10:]) < 0) and factors[-1] == pytest.approx(0.1)
+    assert TrainSettings(steps=5, schedule="constant").lr_factor(0) == 1
+
+
+@needs_corpus
+@pytest.mark.parametrize("placement", ["pre", "post"])
+def test_five_steps_lower_the_training_loss(corpus, placement):
+    ids, _ = corpus
+    s = tiny(placement=placement)
+    ts = TrainSettings(steps=5, lr=1e-2, checkpoints=(0,), eval_every=5, eval_batches=1)
+    result = train_cell(s, ts, ids)
+    train_ids, _ = split(ids, ts.val_fraction)
+    batch = windows(torch.as_tensor(train_ids), np.arange(0, 64 * 17, 17).reshape(2, 32), 17)
+    with torch.no_grad():
+        before = model_loss(build_model(s, s.seed_list()), batch, s)[0]
+        after = model_loss(result.model, batch, s)[0]
+    assert (after < before - 0.1).all(), (before, after)
+    frame = result.frame
+    assert set(frame["step"]) == {0, 1, 2, 3, 4, 5}
+    assert frame["value"].notna().all()
+
+
+@needs_corpus
+def test_probes_on_a_checkpoint_equal_probes_on_the_loaded_weights(tmp_path, corpus):
+    ids, _ = corpus
+    s = tiny(placement="post", depth=3)
+    ts = TrainSettings(steps=5, lr=1e-2, checkpoints=(0, 5), eval_every=5, eval_batches=1)
+    result = train_cell(s, ts, ids)
+    save_weights([result.model], [s.seed_list()], tmp_path / "w.pt")
+    (loaded,) = load_weights(tmp_path / "w.pt")
+    _, val = split(ids, ts.val_fraction)
+    _, probe_ids = fixed_batches(torch.as_tensor(val), s, ts)
+    probes, loss = probe_model(loaded, probe_ids, s)
+    fresh = _rows(probes, s.seed_list(), loss)
+    logged = result.frame[result.frame["step"] == 5].merge(
+        fresh, on=["seed", "layer", "sublayer", "metric"], suffixes=("", "_fresh"))
+    assert len(logged) == len(fresh) > 0
+    assert {"grad_norm", "grad_ratio", "stream_sd", "token_corr", "loss"} <= set(logged["metric"])
+    np.testing.assert_allclose(logged["value"], logged["value_fresh"], rtol=1e-6, atol=1e-9)
+    # probing leaves no gradient behind, so training resumes from the weights it had
+    assert all(t.grad is None for t in loaded.leaves())
+
+
+@needs_corpus
+def test_batched_seeds_train_as_if_alone(corpus):
+    """Summed per-seed losses and element-wise AdamW: seed 1 trained beside seed 0 equals seed 1
+    trained alone (float64)."""
+    ids, _ = corpus
+    ts = TrainSettings(steps=3, lr=1e-2, checkpoints=(0,), eval_every=3, eval_batches=1)
+    both = train_cell(tiny(dtype="float64"), ts, ids)
+    alone = train_cell(tiny(dtype="float64", seeds=1, seed_offset=1), ts, ids)
+    for a, b in zip(both.model.leaves(), alone.model.leaves(), strict=True):
+        torch.testing.assert_close(a[1:], b, rtol=1e-9, atol=1e-12)
+    key = ["metric", "step", "layer", "sublayer"]
+    pair = both.frame[both.frame["seed"] == 1].merge(alone.frame, on=[*key, "seed"])
+    assert len(pair) > 0
+    np.testing.assert_allclose(pair["value_x"], pair["value_y"], rtol=1e-9)
+    # and the two seeds really differ
+    assert not torch.equal(both.model.embed[0], both.model.embed[1])
+
+
+@pytest.mark.workflow
+@needs_corpus
+def test_training_study_of_the_tiny_run(tiny_run):
+    table = pd.read_parquet(tiny_run / "results/tables/training.parquet")
+    val = table[table["metric"] == "val_loss"]
+    first = val[val["step"] == 0].groupby(["arm", "label", "seed"])["value"].first()
+    last = val[val["step"] == val["step"].max()].groupby(["arm", "label", "seed"])["value"].first()
+    assert (last < first).all()
+    # the probes ran at every checkpoint, the warmup arms differ only in their schedule
+    assert set(table.loc[table["metric"] == "grad_ratio", "step"]) == {0, 3, 10, 12}
+    assert set(table["warmup_steps"]) == {0, 4}
+    summary = pd.read_csv(tiny_run / "results/tables/training_summary.csv")
+    assert summary["verdict"].notna().all()
+
+
+def test_training_settings_are_columns():
+    cols = TrainSettings().as_columns()
+    assert cols["checkpoints"] == "0,10,30,100,300"
+    assert not set(cols) & {f.name for f in dataclasses.fields(RunSettings)}

@@ -1,0 +1,53 @@
+# Arms with `calibrate_from`: per-layer, per-branch residual scales from another arm's run, then
+# the arm's cells measured again with them (depthlab.calibrate).
+from depthlab.calibrate import calibrated_arms
+
+try:
+    CALIBRATED = calibrated_arms(config, JOBS)
+except ConfigError as err:
+    sys.exit(f"config error: {err}")
+CALIBRATED_CODE = code_hash((*MEASURE_MODULES, "calibrate"))
+
+
+rule calibrate:
+    input:
+        lambda w: JOBS[(w.study, CALIBRATED[(w.study, w.arm)], w.job)].shard,
+    output:
+        "results/calibration/{study}/{arm}/{job}.parquet",
+    log:
+        "logs/calibrate/{study}/{arm}/{job}.log",
+    localrule: True
+    conda:
+        "../../envs/depthlab.yaml"
+    params:
+        code=PACKAGE_CODE,
+    script:
+        "../scripts/calibrate.py"
+
+
+# the measure rule of calibrated arms only ("(?!)" matches nothing when there are none)
+rule measure_calibrated:
+    input:
+        calibration="results/calibration/{study}/{arm}/{job}.parquet",
+    output:
+        "results/runs/{study}/{arm}/{job}.parquet",
+    log:
+        "logs/measure/{study}/{arm}/{job}.log",
+    benchmark:
+        "results/benchmarks/measure/{study}/{arm}/{job}.tsv"
+    wildcard_constraints:
+        arm="|".join(sorted({arm for _, arm in CALIBRATED})) or "(?!)",
+    conda:
+        "../../envs/depthlab.yaml"
+    threads: config["threads"]
+    resources:
+        mem_mb=measure_mem_mb,
+        runtime=measure_runtime,
+    params:
+        cells=job_cells,
+        code=CALIBRATED_CODE,
+    script:
+        "../scripts/measure.py"
+
+
+ruleorder: measure_calibrated > measure

@@ -1,0 +1,18 @@
+# How the run was made: the config, and every Parquet file's provenance, in one JSON file.
+
+
+rule provenance:
+    input:
+        provenance_inputs(),
+    output:
+        "results/provenance.json",
+    log:
+        "logs/provenance.log",
+    localrule: True
+    conda:
+        "../../envs/depthlab.yaml"
+    params:
+        config=json.dumps(config, sort_keys=True),
+        code=PACKAGE_CODE,
+    script:
+        "../scripts/provenance.py"

@@ -1,0 +1,12 @@
+"""Adapter: per-layer, per-branch residual scales from an unscaled run's shard."""
+
+import pandas as pd
+
+from depthlab.calibrate import calibrate
+from depthlab.io import inherited, provenance, read_meta, write_parquet
+from depthlab.logs import to_file
+
+to_file(snakemake.log[0])
+source = snakemake.input[0]
+meta = provenance({**inherited([read_meta(source)]), "source": source})
+write_parquet(calibrate(pd.read_parquet(source)), snakemake.output[0], meta)
