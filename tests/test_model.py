@@ -8,7 +8,9 @@ import pytest
 import torch
 from torch import nn
 
+from depthlab.measure import measure_cell
 from depthlab.model import build, forward
+from depthlab.reference import per_seed_loop
 from depthlab.settings import RunSettings
 
 
@@ -132,3 +134,17 @@ def test_final_norm_changes_only_head_input():
     assert not torch.equal(y_on, y_off)
     sd = y_on.std(dim=-1, correction=0)
     torch.testing.assert_close(sd, torch.ones_like(sd), rtol=1e-3, atol=0)
+
+
+@pytest.mark.parametrize("placement", ["pre", "post"])
+@pytest.mark.parametrize("causal", [True, False])
+def test_batched_path_equals_per_seed_encoder_layer_loop(placement, causal):
+    """The seed-batched measure path gives the per-seed nn.TransformerEncoderLayer loop's
+    gradient norms and stream sds to float64 round-off."""
+    s = small(placement=placement, causal=causal, attention="torch_mha", depth=5, seeds=3)
+    ref = per_seed_loop(s)
+    frame = measure_cell(s)
+    for metric in ("grad_norm", "stream_sd"):
+        rows = frame[(frame.metric == metric) & (frame.layer >= 1)].sort_values(["seed", "layer"])
+        got = torch.tensor(rows["value"].to_numpy()).view(s.seeds, s.depth)
+        torch.testing.assert_close(got, ref[metric], rtol=1e-11, atol=0)

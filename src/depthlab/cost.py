@@ -37,9 +37,9 @@ def seeds_per_pass(s: RunSettings) -> int:
 
 
 def pass_bytes(s: RunSettings) -> float:
-    """Peak bytes of one pass beyond the interpreter: per layer and seed three copies of the
-    block weights (built, stacked, gradient), the saved activations of N = batch*tokens rows
-    (12 d + 2 FFN widths) and the attention weights (batch*heads*tokens^2)."""
+    """Peak bytes of one pass beyond the interpreter: per layer and seed the block weights three
+    times (leaves, gradients, margin), the saved activations of N = batch*tokens rows (12 d + 2
+    FFN widths) and the attention weights (batch*heads*tokens^2)."""
     d, f, n = s.d_model, s.ffn_mult * s.d_model, s.batch * s.tokens
     weights = 4 * d * d + 2 * d * f
     per_layer = 3 * weights + n * (12 * d + 2 * f) + s.batch * s.heads * s.tokens**2

@@ -8,6 +8,7 @@ each give a job of their own, so a job is (study, arm, job id) and writes one Pa
 from __future__ import annotations
 
 import itertools
+import json
 from dataclasses import dataclass
 
 from depthlab.settings import ConfigError, RunSettings
@@ -43,6 +44,19 @@ class Job:
     @property
     def shard(self) -> str:
         return f"results/runs/{self.study}/{self.arm}/{self.job}.parquet"
+
+    def cells_json(self) -> str:
+        """The cells as a sorted JSON string: a rule's `params` (a change reruns the job)."""
+        return json.dumps(
+            [{"label": c.label, **c.settings.as_columns()} for c in self.cells], sort_keys=True
+        )
+
+    @classmethod
+    def from_json(cls, study: str, arm: str, job: str, cells: str) -> Job:
+        """The job a rule describes by its wildcards and its `cells` param (`cells_json`)."""
+        return cls(study, arm, job, tuple(
+            Cell(c.pop("label"), RunSettings(**c)) for c in json.loads(cells)
+        ))
 
 
 def _fmt(value) -> str:

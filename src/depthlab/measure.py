@@ -12,7 +12,7 @@ import torch
 
 from depthlab.grid import Job
 from depthlab.model import build, forward, per_seed_loss
-from depthlab.probes import Probe, run_probes
+from depthlab.probes import Probe, backward, run_probes
 from depthlab.settings import RunSettings
 
 log = logging.getLogger(__name__)
@@ -63,7 +63,7 @@ def run_pass(
                 t.retain_grad()
         loss = per_seed_loss(y, params, draw, s)
     if s.grad_of != "none":
-        loss.sum().backward()
+        backward(loss, params, trace, s)
     probes = run_probes(params, trace, s)
     if branch_scales is not None:
         applied = torch.tensor(branch_scales, dtype=torch.float64).T.unsqueeze(1)  # (2, 1, L)

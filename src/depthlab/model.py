@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 import torch
 import torch.nn.functional as F
@@ -66,73 +67,111 @@ class Trace:
     attn: list[Tensor] = field(default_factory=list)
     mlp: list[Tensor] = field(default_factory=list)
     head_input: Tensor | None = None
+    block_grad_sq: Tensor | None = None  # (S, L) squared gradient norm per block (probes.backward)
 
 
-def _layer_modules(s: RunSettings) -> dict[str, Tensor]:
-    """Draw one block's weights from the global RNG, in PyTorch's module construction order."""
+def _block_shapes(s: RunSettings) -> dict[str, tuple[int, ...]]:
+    """Shape of each block parameter of one seed, in PyTorch's module construction order."""
     d, f = s.d_model, s.ffn_mult * s.d_model
-    kw = {"dtype": torch_dtype(s.dtype)}
-    w: dict[str, Tensor] = {}
-    if s.init == "fan_in":
-        # weights ~ N(0, 1/fan_in), biases zero: each linear map preserves variance
-        for name, (n_out, n_in) in {
-            "q": (d, d), "k": (d, d), "v": (d, d), "o": (d, d), "1": (f, d), "2": (d, f)
-        }.items():
-            w[f"w{name}"] = torch.randn(n_out, n_in, **kw) / math.sqrt(n_in)
-            w[f"b{name}"] = torch.zeros(n_out, **kw)
-    elif s.attention == "torch_mha":
-        mha = nn.MultiheadAttention(d, s.heads, bias=True, batch_first=True, **kw)
-        for name, wt, bt in zip(
-            "qkv", mha.in_proj_weight.chunk(3), mha.in_proj_bias.chunk(3), strict=True
-        ):
-            w[f"w{name}"], w[f"b{name}"] = wt, bt
-        w["wo"], w["bo"] = mha.out_proj.weight, mha.out_proj.bias
-    else:
-        for name in "qkvo":
-            lin = nn.Linear(d, d, **kw)
-            w[f"w{name}"], w[f"b{name}"] = lin.weight, lin.bias
-    if s.init != "fan_in":
-        lin1, lin2 = nn.Linear(d, f, **kw), nn.Linear(f, d, **kw)
-        w["w1"], w["b1"], w["w2"], w["b2"] = lin1.weight, lin1.bias, lin2.weight, lin2.bias
-    w["wo"] = w["wo"] * s.out_scale
-    w["w2"] = w["w2"] * s.out_scale
+    shapes: dict[str, tuple[int, ...]] = {}
+    for name, (n_out, n_in) in {
+        "q": (d, d), "k": (d, d), "v": (d, d), "o": (d, d), "1": (f, d), "2": (d, f)
+    }.items():
+        shapes[f"w{name}"], shapes[f"b{name}"] = (n_out, n_in), (n_out,)
     for ln in ("ln1", "ln2"):
-        w[f"{ln}_w"], w[f"{ln}_b"] = torch.ones(d, **kw), torch.zeros(d, **kw)
-    return {k: v.detach().clone() for k, v in w.items()}
+        shapes[f"{ln}_w"], shapes[f"{ln}_b"] = (d,), (d,)
+    return shapes
+
+
+def _draw_block(s: RunSettings, w: dict[str, Tensor]) -> None:
+    """Fill one seed's block parameters `w` (contiguous, one seed's shapes) in place from
+    the global RNG, drawing exactly what building PyTorch's modules would draw, in their order."""
+    with torch.no_grad():
+        if s.init == "fan_in":
+            # weights ~ N(0, 1/fan_in), biases zero: each linear map preserves variance
+            for name in ("q", "k", "v", "o", "1", "2"):
+                weight = w[f"w{name}"]
+                weight.normal_().div_(math.sqrt(weight.shape[1]))
+                w[f"b{name}"].zero_()
+        else:
+            if s.attention == "torch_mha":
+                mha = nn.MultiheadAttention(
+                    s.d_model, s.heads, bias=True, batch_first=True, dtype=w["wq"].dtype
+                )
+                for name, wt, bt in zip(
+                    "qkv", mha.in_proj_weight.chunk(3), mha.in_proj_bias.chunk(3), strict=True
+                ):
+                    w[f"w{name}"].copy_(wt)
+                    w[f"b{name}"].copy_(bt)
+                w["wo"].copy_(mha.out_proj.weight)
+                w["bo"].copy_(mha.out_proj.bias)
+                linears = ("1", "2")
+            else:
+                linears = ("q", "k", "v", "o", "1", "2")
+            for name in linears:
+                # nn.Linear's own initialisation, applied to our tensors
+                layer = SimpleNamespace(weight=w[f"w{name}"], bias=w[f"b{name}"])
+                nn.Linear.reset_parameters(layer)
+        w["wo"].mul_(s.out_scale)
+        w["w2"].mul_(s.out_scale)
+        for ln in ("ln1", "ln2"):
+            w[f"{ln}_w"].fill_(1.0)
+            w[f"{ln}_b"].zero_()
+
+
+def _stacked(S: int, shape: tuple[int, ...], kw: dict) -> Tensor:
+    """An uninitialised (S, *shape) tensor; a weight (S, out, in) is laid out as (S, in, out) in
+    memory, so `w.transpose(1, 2)` in `linear` is contiguous and autograd hands back its
+    gradient without a strided copy."""
+    if len(shape) == 2:
+        return torch.empty(S, shape[1], shape[0], **kw).transpose(1, 2)
+    return torch.empty(S, *shape, **kw)
 
 
 def build(s: RunSettings, seeds: list[int]) -> tuple[StackParams, Draw]:
     """Weights, input and target for each seed: manual_seed, build the model, draw x, draw target.
 
+    Each parameter is allocated once with its seed axis and filled seed by seed.
     Everything is drawn on the CPU (so a seed gives the same numbers on every device), then moved.
     """
     kw = {"dtype": torch_dtype(s.dtype)}
-    d = s.d_model
-    per_seed_blocks, per_seed_final, xs, targets = [], [], [], []
-    for seed in seeds:
+    d, S = s.d_model, len(seeds)
+    shapes = _block_shapes(s)
+    blocks = [{k: _stacked(S, shape, kw) for k, shape in shapes.items()} for _ in range(s.depth)]
+    scratch = {k: torch.empty(shape, **kw) for k, shape in shapes.items()}
+    final = {"ln_w": torch.ones(S, d, **kw), "ln_b": torch.zeros(S, d, **kw)}
+    if s.loss == "cross_entropy":
+        final["head_w"] = torch.empty(S, s.head_classes, d, **kw)
+        final["head_b"] = torch.empty(S, s.head_classes, **kw)
+        target = torch.empty(S, s.batch, s.tokens, dtype=torch.int64)
+    else:
+        target = torch.empty(S, s.batch, s.tokens, d, **kw)
+    x = torch.empty(S, s.batch, s.tokens, d, **kw)
+    for i, seed in enumerate(seeds):
         torch.manual_seed(seed)
-        per_seed_blocks.append([_layer_modules(s) for _ in range(s.depth)])
-        final = {"ln_w": torch.ones(d, **kw), "ln_b": torch.zeros(d, **kw)}
+        for b in blocks:
+            _draw_block(s, scratch)
+            for k, v in b.items():
+                v[i].copy_(scratch[k])
         if s.loss == "cross_entropy":
-            head = nn.Linear(d, s.head_classes, **kw)
-            final["head_w"], final["head_b"] = head.weight.detach(), head.bias.detach()
-        per_seed_final.append(final)
-        xs.append(torch.randn(s.batch, s.tokens, d, **kw))
+            with torch.no_grad():
+                nn.Linear.reset_parameters(
+                    SimpleNamespace(weight=final["head_w"][i], bias=final["head_b"][i])
+                )
+        x[i].normal_()
         if s.loss == "cross_entropy":
-            targets.append(torch.randint(s.head_classes, (s.batch, s.tokens)))
+            target[i].random_(s.head_classes)
         else:
-            targets.append(torch.randn(s.batch, s.tokens, d, **kw))
+            target[i].normal_()
 
-    def stack(tensors: list[Tensor]) -> Tensor:
-        return torch.stack(tensors).to(s.device).requires_grad_(True)
+    def leaf(t: Tensor) -> Tensor:
+        return t.to(s.device).requires_grad_(True)
 
-    blocks = [
-        {k: stack([b[layer][k] for b in per_seed_blocks]) for k in per_seed_blocks[0][layer]}
-        for layer in range(s.depth)
-    ]
-    final = {k: stack([f[k] for f in per_seed_final]) for k in per_seed_final[0]}
-    draw = Draw(torch.stack(xs).to(s.device), torch.stack(targets).to(s.device))
-    return StackParams(blocks, final), draw
+    params = StackParams(
+        [{k: leaf(v) for k, v in b.items()} for b in blocks],
+        {k: leaf(v) for k, v in final.items()},
+    )
+    return params, Draw(x.to(s.device), target.to(s.device))
 
 
 def linear(x: Tensor, w: Tensor, b: Tensor) -> Tensor:
@@ -142,7 +181,7 @@ def linear(x: Tensor, w: Tensor, b: Tensor) -> Tensor:
 
 def layer_norm(x: Tensor, w: Tensor, b: Tensor, eps: float = 1e-5) -> Tensor:
     """LayerNorm over the last axis with a per-seed affine w, b of shape (S, d)."""
-    return F.layer_norm(x, x.shape[-1:], eps=eps) * w.unsqueeze(1) + b.unsqueeze(1)
+    return torch.addcmul(b.unsqueeze(1), F.layer_norm(x, x.shape[-1:], eps=eps), w.unsqueeze(1))
 
 
 def attention(x: Tensor, p: dict[str, Tensor], s: RunSettings) -> Tensor:
@@ -161,8 +200,16 @@ def attention(x: Tensor, p: dict[str, Tensor], s: RunSettings) -> Tensor:
 
 def mlp(x: Tensor, p: dict[str, Tensor], s: RunSettings) -> Tensor:
     """The feed-forward branch W2 act(W1 x + b1) + b2."""
-    act = F.relu if s.activation == "relu" else F.gelu
+    act = F.relu_ if s.activation == "relu" else F.gelu  # in place: baddbmm's grad needs no output
     return linear(act(linear(x, p["w1"], p["b1"])), p["w2"], p["b2"])
+
+
+def _join(x: Tensor, skip: float, branch: Tensor, scale: float) -> Tensor:
+    """skip * x + scale * branch, skipping multiplications by 1 (same numbers, less memory)."""
+    x = x if skip == 1.0 else skip * x
+    if scale == 1.0:
+        return x + branch
+    return torch.add(x, branch, alpha=scale)
 
 
 def block(
@@ -174,14 +221,14 @@ def block(
     skip = s.skip_scale
     if s.placement == "pre":
         a = attention(layer_norm(x, p["ln1_w"], p["ln1_b"]), p, s)
-        h = skip * x + scale[0] * a
+        h = _join(x, skip, a, scale[0])
         m = mlp(layer_norm(h, p["ln2_w"], p["ln2_b"]), p, s)
-        out = skip * h + scale[1] * m
+        out = _join(h, skip, m, scale[1])
     elif s.placement == "post":
         a = attention(x, p, s)
-        h = layer_norm(skip * x + a, p["ln1_w"], p["ln1_b"])
+        h = layer_norm(_join(x, skip, a, 1.0), p["ln1_w"], p["ln1_b"])
         m = mlp(h, p, s)
-        out = layer_norm(skip * h + m, p["ln2_w"], p["ln2_b"])
+        out = layer_norm(_join(h, skip, m, 1.0), p["ln2_w"], p["ln2_b"])
     else:
         a = attention(x, p, s)
         h = layer_norm(a, p["ln1_w"], p["ln1_b"])

@@ -9,14 +9,24 @@ from depthlab.figures import PLACEMENT_COLORS, PLACEMENT_NAMES, band
 from depthlab.monitor import ORDER, one_final_norm
 
 
+def _panels(n: int, width: float):
+    """A row of n panels sharing the y axis."""
+    return plt.subplots(1, n, figsize=(width * n, 3.6), squeeze=False, sharey=True)
+
+
+def _finish(fig, axes, ylabel: str, title: str) -> None:
+    axes[0][0].set_ylabel(ylabel)
+    axes[0][0].legend(fontsize=7)
+    fig.suptitle(title)
+
+
 def stream_norm_by_block(fits: pd.DataFrame):
     """Residual-stream RMS after each block (block 0 = the input, before any final norm): a
     panel per placement, a line per depth, median and seed range, log scale. Seed i draws the
     same first blocks at every depth, so shorter stacks lie under the deepest one."""
     rms = one_final_norm(fits[fits["quantity"] == "stream_rms"])
     placements = [p for p in ORDER if p in set(rms["placement"])]
-    fig, axes = plt.subplots(1, len(placements), figsize=(4.2 * len(placements), 3.6),
-                             squeeze=False, sharey=True)
+    fig, axes = _panels(len(placements), 4.2)
     for ax, placement in zip(axes[0], placements, strict=True):
         sub = rms[rms["placement"] == placement]
         for i, depth in enumerate(sorted(sub["depth"].unique())):
@@ -24,10 +34,9 @@ def stream_norm_by_block(fits: pd.DataFrame):
         ax.set_yscale("log")
         ax.set_title(PLACEMENT_NAMES[placement])
         ax.set_xlabel("block l (0 = input)")
-    axes[0][0].set_ylabel("stream RMS √mean(x_l²)")
-    axes[0][0].legend(fontsize=7)
-    n = int(rms["n_seeds"].max())
-    fig.suptitle(f"Residual-stream norm by block at init (median and range of {n} seeds)")
+    _finish(fig, axes, "stream RMS √mean(x_l²)",
+            f"Residual-stream norm by block at init (median and range of "
+            f"{int(rms['n_seeds'].max())} seeds)")
     return fig
 
 
@@ -37,8 +46,7 @@ def branch_to_stream_ratio(fits: pd.DataFrame):
     ratio = one_final_norm(fits[fits["quantity"].str.startswith("branch_ratio_")])
     depths = sorted(ratio["depth"].unique())
     styles = {"attn": "-", "mlp": "--", "block": ":"}
-    fig, axes = plt.subplots(1, len(depths), figsize=(3.6 * len(depths), 3.6), squeeze=False,
-                             sharey=True)
+    fig, axes = _panels(len(depths), 3.6)
     for ax, depth in zip(axes[0], depths, strict=True):
         for placement in ORDER:
             for sublayer, style in styles.items():
@@ -50,8 +58,7 @@ def branch_to_stream_ratio(fits: pd.DataFrame):
         ax.set_yscale("log")
         ax.set_title(f"L = {int(depth)}")
         ax.set_xlabel("block l")
-    axes[0][0].set_ylabel("RMS(branch added) / RMS(stream it joins)")
-    axes[0][0].legend(fontsize=7)
-    n = int(ratio["n_seeds"].max())
-    fig.suptitle(f"Branch-to-stream ratio by block at init (median and range of {n} seeds)")
+    _finish(fig, axes, "RMS(branch added) / RMS(stream it joins)",
+            f"Branch-to-stream ratio by block at init (median and range of "
+            f"{int(ratio['n_seeds'].max())} seeds)")
     return fig

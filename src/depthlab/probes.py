@@ -57,19 +57,46 @@ def grad_norm(params: StackParams, trace: Trace, s: RunSettings) -> list[Probe]:
     if s.grad_of == "input":
         norms = _per_seed(lambda t: t.grad.norm(dim=(1, 2)), trace.stream[:L])
     else:
-        names = BLOCK_WEIGHTS if s.grad_of == "weights" else BLOCK_PARAMS
-        norms = torch.stack(
-            [
-                torch.stack([b[n].grad.flatten(1).pow(2).sum(1) for n in names]).sum(0).sqrt()
-                for b in params.blocks
-            ],
-            dim=1,
-        )
+        norms = trace.block_grad_sq.sqrt()
     ratio = (norms[:, 0] / norms[:, -1]).unsqueeze(1)
     return [
         Probe("grad_norm", "block", list(range(1, L + 1)), norms),
         Probe("grad_ratio", "block", [L], ratio),
     ]
+
+
+def backward(loss: Tensor, params: StackParams, trace: Trace, s: RunSettings) -> None:
+    """loss.sum().backward(), reading each block's gradient as autograd delivers it.
+
+    With grad_of params or weights, a hook adds the per-seed squared Frobenius norm of each
+    block parameter's gradient (all of them, or the six weight matrices) into
+    trace.block_grad_sq (S, L) and then drops that gradient, so only a block's worth of
+    gradients is alive at a time (less memory to allocate and touch than keeping all of them).
+    """
+    if s.grad_of not in ("params", "weights"):
+        loss.sum().backward()
+        return
+    counted = set(BLOCK_WEIGHTS if s.grad_of == "weights" else BLOCK_PARAMS)
+    sq = torch.zeros(loss.shape[0], s.depth, dtype=loss.dtype, device=loss.device)
+
+    def reader(layer: int, name: str):
+        def read(leaf: Tensor) -> None:
+            if name in counted:
+                dims = tuple(range(1, leaf.grad.ndim))
+                sq[:, layer] += torch.linalg.vector_norm(leaf.grad, dim=dims).square()
+            leaf.grad = None
+        return read
+
+    handles = [
+        leaf.register_post_accumulate_grad_hook(reader(layer, name))
+        for layer, block in enumerate(params.blocks) for name, leaf in block.items()
+    ]
+    try:
+        loss.sum().backward()
+    finally:
+        for handle in handles:
+            handle.remove()
+    trace.block_grad_sq = sq
 
 
 def stream_stats(params: StackParams, trace: Trace, s: RunSettings) -> list[Probe]:
@@ -80,15 +107,15 @@ def stream_stats(params: StackParams, trace: Trace, s: RunSettings) -> list[Prob
     raw branch output."""
     layers = list(range(s.depth + 1))
     blocks = list(range(1, s.depth + 1))
+    v_stream = _per_seed(_var, trace.stream)
     probes = [
-        Probe("stream_sd", "block", layers, _per_seed(_sd, trace.stream)),
-        Probe("stream_var", "block", layers, _per_seed(_var, trace.stream)),
+        Probe("stream_sd", "block", layers, v_stream.sqrt()),  # x.std() to 1 ulp
+        Probe("stream_var", "block", layers, v_stream),
         Probe("branch_var", "attn", blocks, _per_seed(_var, trace.attn)),
         Probe("branch_var", "mlp", blocks, _per_seed(_var, trace.mlp)),
         Probe("head_input_sd", "head", [s.depth], _sd(trace.head_input).unsqueeze(1)),
     ]
     if s.placement == "pre":
-        v_stream = _per_seed(_var, trace.stream)
         v_mid = _per_seed(_var, trace.mid)
         probes += [
             Probe("delta", "attn", blocks, v_mid - s.skip_scale**2 * v_stream[:, :-1]),

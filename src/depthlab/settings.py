@@ -21,6 +21,14 @@ class ConfigError(ValueError):
     """A bad configuration value; the message names the key and the offending value."""
 
 
+def reject_unknown_keys(cls: type, values: dict, where: str) -> None:
+    """Raise ConfigError naming the first key of `values` that is not a field of dataclass cls."""
+    known = {f.name for f in dataclasses.fields(cls)}
+    for key in values:
+        if key not in known:
+            raise ConfigError(f"{where}: unknown key '{key}'")
+
+
 @dataclass(frozen=True)
 class RunSettings:
     """Everything that defines one measurement: model, input, loss and seeds.
@@ -56,10 +64,7 @@ class RunSettings:
     @classmethod
     def from_mapping(cls, values: dict, where: str = "settings") -> RunSettings:
         """Build settings from a config mapping, rejecting unknown keys and bad values."""
-        known = {f.name for f in dataclasses.fields(cls)}
-        for key in values:
-            if key not in known:
-                raise ConfigError(f"{where}: unknown key '{key}'")
+        reject_unknown_keys(cls, values, where)
         settings = cls(**values)
         settings.check(where)
         return settings
@@ -128,5 +133,6 @@ class RunSettings:
         return [run_seed(self.seed_offset, i) for i in range(self.seeds)]
 
     def as_columns(self) -> dict:
-        """Every setting as a flat column mapping (for tidy tables)."""
-        return dataclasses.asdict(self)
+        """Every setting as a flat column mapping (for tidy tables). All fields are scalars, so
+        no deep copy (dataclasses.asdict) is needed: this runs once per job at DAG build."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}

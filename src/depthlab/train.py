@@ -26,7 +26,7 @@ from depthlab.grid import Job
 from depthlab.io import atomic_path
 from depthlab.measure import NonFiniteError, _rows, check_device
 from depthlab.model import Draw, StackParams, build, forward, per_seed_loss, torch_dtype
-from depthlab.probes import Probe, run_probes
+from depthlab.probes import Probe, backward, run_probes
 from depthlab.settings import RunSettings
 from depthlab.training_config import TrainSettings, check_model
 
@@ -96,7 +96,7 @@ def probe_model(model: CharModel, ids: Tensor, s: RunSettings) -> tuple[list[Pro
     for t in model.leaves():
         t.grad = None
     loss, trace = model_loss(model, ids, s, trace_grads=s.grad_of == "input")
-    loss.sum().backward()
+    backward(loss, model.stack, trace, s)
     probes = run_probes(model.stack, trace, s)
     for t in model.leaves():
         t.grad = None

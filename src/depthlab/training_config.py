@@ -11,7 +11,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-from depthlab.settings import ConfigError, RunSettings
+from depthlab.settings import ConfigError, RunSettings, reject_unknown_keys
 
 SCHEDULES = ("cosine", "constant")
 CORPUS_VOCAB = 65  # distinct characters of Tiny Shakespeare (the sha256-checked corpus)
@@ -46,10 +46,7 @@ class TrainSettings:
     @classmethod
     def from_mapping(cls, values: dict, where: str = "training") -> TrainSettings:
         """Build from a config mapping, rejecting unknown keys and bad values."""
-        known = {f.name for f in dataclasses.fields(cls)}
-        for key in values:
-            if key not in known:
-                raise ConfigError(f"{where}: unknown key '{key}'")
+        reject_unknown_keys(cls, values, where)
         values = dict(values)
         if "checkpoints" in values:
             values["checkpoints"] = tuple(values["checkpoints"])

@@ -4,28 +4,21 @@ import hashlib
 import json
 import logging
 
-import torch
-
 from depthlab.corpus import read_corpus
-from depthlab.grid import Cell, Job
+from depthlab.grid import Job
 from depthlab.io import provenance, write_parquet
 from depthlab.logs import to_file
-from depthlab.settings import RunSettings
+from depthlab.runtime import start_compute_job
 from depthlab.train import save_weights, train_job
 from depthlab.training_config import TrainSettings
 
 to_file(snakemake.log[0])
-torch.set_num_threads(snakemake.threads)
-cells = json.loads(snakemake.params.cells)
-job = Job(
-    snakemake.wildcards.study,
-    snakemake.wildcards.arm,
-    snakemake.wildcards.job,
-    tuple(Cell(c.pop("label"), RunSettings(**c)) for c in cells),
-)
+start_compute_job(snakemake.threads)
+w = snakemake.wildcards
+job = Job.from_json(w.study, w.arm, w.job, snakemake.params.cells)
 training = TrainSettings.from_mapping(json.loads(snakemake.params.training))
 ids, vocab = read_corpus(snakemake.input.corpus)
-logging.info("training %d cells of %s/%s/%s", len(cells), job.study, job.arm, job.job)
+logging.info("training %d cells of %s/%s/%s", len(job.cells), job.study, job.arm, job.job)
 frame, models = train_job(job, training, ids, len(vocab))
 first = job.cells[0].settings
 meta = provenance({

@@ -1,0 +1,1 @@
+"""depthlab's benchmark suite: `python -m benchmarks.run` (see docs/PERFORMANCE.md)."""

@@ -1,0 +1,150 @@
+"""The benchmark suite, one command: `python -m benchmarks.run` (add --skip-study to leave out the
+whole-study run, the slow part). Writes results/benchmarks/*.csv, scaling.png and summary.md.
+
+Measured in one process: the float64 GEMM rate at the stack's sizes (the limit), the stack96
+L=96 cell with 6 seeds by the measure path and by the straightforward per-seed loop, the cost
+against depth and seed count; then, in subprocesses, the DAG build of a 5,000-cell grid and the
+whole stack96 study under `snakemake --cores all`. On a machine with CUDA the cell is also timed
+on the GPU in float64 and float32.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import statistics
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+import torch
+
+from benchmarks import compute, plot, workflow
+from depthlab.runtime import start_compute_job
+from depthlab.settings import RunSettings
+
+OUT = workflow.ROOT / "results/benchmarks"
+# the stack96 L=96 Pre-LN cell at the study's defaults
+CELL = RunSettings(placement="pre", depth=96, seeds=6)
+
+
+def machine() -> str:
+    gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else "no GPU"
+    return (f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} threads, "
+            f"torch {torch.__version__}, {gpu}")
+
+
+def cell_rows(s: RunSettings, repeats: int) -> tuple[list[dict], list[dict]]:
+    """The cell by the straightforward per-seed loop (with the C allocator as a plain script has
+    it, then as depthlab's jobs set it) and by the measure path (its first pass after the
+    allocator is set, as in a fresh job, then warm repeats); analytic FLOPs and the GEMM limit
+    at the cell's sizes."""
+    flops = compute.cell_flops(s)
+    gemm = compute.gemm_rates(s)
+    limit = statistics.harmonic_mean([r["gflop_s"] for r in gemm])
+    loop_cell = RunSettings(**{**s.as_columns(), "attention": "torch_mha"})
+    n_loop = max(1, repeats // 2)
+    rows = [{"path": "per_seed_loop", "pass": "plain_allocator",
+             "total_s": compute.naive_loop(loop_cell)} for _ in range(n_loop)]
+    start_compute_job(torch.get_num_threads())  # as every measure job does (depthlab.runtime)
+    passes = [compute.measure_path(s) for _ in range(repeats + 1)]
+    rows += [{"path": "measure", "pass": "cold" if i == 0 else "warm", **p,
+              "total_s": sum(p.values())} for i, p in enumerate(passes)]
+    rows += [{"path": "per_seed_loop", "pass": "warm",
+              "total_s": compute.naive_loop(loop_cell)} for _ in range(n_loop)]
+    for row in rows:
+        # gflop_s: over forward+backward alone (the measure path) or the whole loop
+        seconds = row.get("forward_backward_s", row["total_s"])
+        row.update(device=s.device, dtype=s.dtype, gflop=flops / 1e9, gemm_gflop_s=limit,
+                   gflop_s=flops / seconds / 1e9, effective_gflop_s=flops / row["total_s"] / 1e9)
+        row["share_of_gemm"] = row["gflop_s"] / limit
+    return gemm, rows
+
+
+def summary(cells: pd.DataFrame, gemm: pd.DataFrame, scale: pd.DataFrame, dag: dict | None,
+            study: dict | None) -> str:
+    """The headline ratios as markdown."""
+    lines = [f"Machine: {machine()}", ""]
+    for (device, dtype), c in cells.groupby(["device", "dtype"]):
+        m = c[c.path == "measure"]
+        warm = m[m["pass"] == "warm"]
+        loops = c[c.path == "per_seed_loop"].groupby("pass").total_s.median()
+        loop = loops["warm"]
+        lines += [
+            f"## Cell: stack96 L=96 Pre-LN, 6 seeds, {device} {dtype} "
+            f"({m.gflop.iloc[0]:.1f} GFLOP forward+backward)",
+            f"- GEMM limit at the stack's sizes: {m.gemm_gflop_s.iloc[0]:.1f} GFLOP/s",
+            f"- measure path, forward+backward: cold {m.gflop_s.iloc[0]:.1f} GFLOP/s "
+            f"({m.share_of_gemm.iloc[0]:.0%} of GEMM), warm median "
+            f"{warm.gflop_s.median():.1f} GFLOP/s ({warm.share_of_gemm.median():.0%})",
+            f"- whole pass (build {warm.build_s.median():.2f} s + forward/backward "
+            f"{warm.forward_backward_s.median():.2f} s + probes {warm.probes_s.median():.2f} s)"
+            f": {warm.total_s.median():.2f} s warm, {m.total_s.iloc[0]:.2f} s cold",
+            f"- per-seed nn.TransformerEncoderLayer loop (build, forward, backward, norms): "
+            f"{loops['plain_allocator']:.2f} s with the default allocator, {loop:.2f} s with "
+            f"depthlab's; speed-up of the measure path's whole pass: "
+            f"{loops['plain_allocator'] / warm.total_s.median():.1f}x and "
+            f"{loop / warm.total_s.median():.1f}x; first pass: "
+            f"{loops['plain_allocator'] / m.total_s.iloc[0]:.1f}x",
+            "",
+        ]
+    for axis, g in scale.groupby("axis"):
+        per = g.seconds / g.gflop
+        lines.append(f"- seconds per GFLOP against {axis} {list(g.value)}: "
+                     + ", ".join(f"{v:.3f}" for v in per))
+    if dag:
+        lines.append(
+            f"- `snakemake -n` of {dag['cells']} cells / {dag['jobs']} jobs: "
+            f"{dag['dry_run_s']:.1f} s, of which {dag['startup_s']:.1f} s start-up (the same "
+            f"on a 3-cell grid) and {dag['dag_s']:.1f} s DAG build and listing; one job's "
+            f"re-parse on a cluster (`snakemake -n <its shard>`): {dag['one_job_s']:.1f} s")
+    if study:
+        lines.append(
+            f"- whole {study['study']} study, `snakemake --cores {study['cores']}`: "
+            f"{study['wall_s']:.0f} s wall, {study['jobs']} measure jobs, {study['job_wall_s']:.0f}"
+            f" s job wall, {study['compute_s']:.0f} s in-job compute; start-up and scheduling "
+            f"{study['startup_share']:.1%} of the wall time")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--skip-study", action="store_true", help="leave out the whole study")
+    parser.add_argument("--skip-dag", action="store_true", help="leave out the 5,000-cell DAG")
+    parser.add_argument("--repeats", type=int, default=3, help="warm passes per measurement")
+    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--study-dir", type=Path, help="run the whole study here and keep it "
+                        "(default: a temporary folder)")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+
+    devices = [("cpu", "float64")]
+    if torch.cuda.is_available():
+        devices += [("cuda", "float64"), ("cuda", "float32")]
+    gemm_rows, cell_frames = [], []
+    for device, dtype in devices:
+        s = RunSettings(**{**CELL.as_columns(), "device": device, "dtype": dtype})
+        gemm, rows = cell_rows(s, args.repeats)
+        gemm_rows += [{"device": device, "dtype": dtype, **g} for g in gemm]
+        cell_frames.append(pd.DataFrame(rows))
+    cells, gemm = pd.concat(cell_frames), pd.DataFrame(gemm_rows)
+    scale = pd.DataFrame(compute.scaling(RunSettings(placement="pre", depth=24, seeds=6),
+                                         depths=[6, 12, 24, 48, 96], seeds=[1, 2, 4, 6, 12]))
+    with tempfile.TemporaryDirectory(prefix="depthlab-bench-") as tmp:
+        dag = None if args.skip_dag else workflow.dag_build(workflow.workdir(Path(tmp) / "dag"))
+        study = None if args.skip_study else workflow.whole_study(
+            workflow.workdir(args.study_dir or Path(tmp) / "study"))
+    cells.to_csv(args.out / "cell.csv", index=False)
+    gemm.to_csv(args.out / "gemm.csv", index=False)
+    scale.to_csv(args.out / "scaling.csv", index=False)
+    for name, row in (("dag", dag), ("study", study)):
+        if row:
+            pd.DataFrame([row]).to_csv(args.out / f"{name}.csv", index=False)
+    plot.scaling_figure(scale, cells, args.out / "scaling.png")
+    text = summary(cells, gemm, scale, dag, study)
+    (args.out / "summary.md").write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

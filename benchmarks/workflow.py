@@ -1,0 +1,97 @@
+"""Timings of the workflow itself: the DAG build of a large grid, and a whole study under
+`snakemake --cores all` split into in-job compute and start-up/scheduling."""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+from depthlab.targets import TARGETS
+
+ROOT = Path(__file__).resolve().parents[1]
+COPIED = ("Snakefile", "workflow", "config", "src", "envs", "profiles")
+
+
+def workdir(path: Path) -> Path:
+    """A fresh copy of the workflow in `path` (no results: the run starts from nothing)."""
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    for name in COPIED:
+        src = ROOT / name
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, path / name)
+    return path
+
+
+def snakemake(work: Path, *args: str) -> float:
+    """Run snakemake in `work`; returns its wall seconds (raises with its output on failure)."""
+    cmd = [sys.executable, "-m", "snakemake", *args]
+    start = time.perf_counter()
+    done = subprocess.run(cmd, cwd=work, capture_output=True, text=True, check=False)
+    seconds = time.perf_counter() - start
+    if done.returncode:
+        raise RuntimeError(f"{' '.join(cmd)} failed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
+    return seconds
+
+
+def big_grid(n_depths: int) -> dict:
+    """The stack96 settings with a grad arm of 3 placements x n_depths depths, one job a cell."""
+    config = yaml.safe_load((ROOT / "config/config.yaml").read_text())
+    study = config["studies"]["stack96"]
+    study["arms"] = {"grad": {"axes": {"placement": ["post", "pre", "none"],
+                                       "depth": list(range(1, n_depths + 1))}}}
+    config["studies"] = {"stack96": study}
+    return config
+
+
+def dag_build(work: Path, cells: int = 5000) -> dict:
+    """Seconds of `snakemake -n` for a grid of about `cells` cells, each its own measure job:
+    start-up (the same command on a 3-cell grid: imports, plugin probes, parse), the DAG build
+    and dry-run listing of every job beyond that, and what one cluster job pays (parse the big
+    config and build the DAG of its own output only)."""
+    n_depths = -(-cells // 3)
+    seconds = {}
+    for name, depths in (("small", 1), ("big", n_depths)):
+        (work / f"{name}.yaml").write_text(yaml.safe_dump(big_grid(depths), sort_keys=False))
+        seconds[name] = snakemake(work, "-n", "--configfile", f"{name}.yaml")
+    one = f"results/runs/stack96/grad/placement-pre_depth-{n_depths}.parquet"
+    job = snakemake(work, "-n", one, "--configfile", "big.yaml")
+    return {"cells": 3 * n_depths, "jobs": 3 * n_depths, "startup_s": seconds["small"],
+            "dry_run_s": seconds["big"], "dag_s": seconds["big"] - seconds["small"],
+            "one_job_s": job}
+
+
+def _compute_seconds(log: str) -> float:
+    match = re.search(r"compute_s=([0-9.]+)", Path(log).read_text())
+    if match is None:
+        raise RuntimeError(f"{log}: no compute_s line (was the job run by this version?)")
+    return float(match[1])
+
+
+def whole_study(work: Path, study: str = "stack96", cores: int | None = None) -> dict:
+    """Run every table and figure of `study` from nothing with the default config; returns the
+    wall time, the sum of measure-job wall times (Snakemake's benchmark files), the sum of
+    in-job compute (from the job logs) and the share of the wall time that is not compute:
+    1 - sum(compute * threads) / (wall * cores)."""
+    cores = cores or os.cpu_count() or 1
+    targets = [t.name for t in TARGETS if t.study == study]
+    wall = snakemake(work, *targets, "--cores", str(cores))
+    threads = yaml.safe_load((work / "config/config.yaml").read_text())["threads"]
+    jobs = sorted(glob.glob(str(work / f"results/benchmarks/measure/{study}/*/*.tsv")))
+    job_wall = sum(float(Path(p).read_text().splitlines()[1].split("\t")[0]) for p in jobs)
+    logs = [p.replace("results/benchmarks/measure", "logs/measure")[: -len(".tsv")] + ".log"
+            for p in jobs]
+    compute = sum(_compute_seconds(p) for p in logs)
+    busy = compute * min(threads, cores)
+    return {
+        "study": study, "cores": cores, "threads_per_job": threads, "jobs": len(jobs),
+        "wall_s": wall, "job_wall_s": job_wall, "compute_s": compute,
+        "startup_share": 1 - busy / (wall * cores),
+    }
