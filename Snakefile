@@ -1,5 +1,5 @@
 # depthlab: what depth does to a transformer stack, measured reproducibly.
-# Stages: measure (fan-out) -> aggregate -> fit -> render. See README.md and config/README.md.
+# Stages: measure (fan-out) -> aggregate -> fit -> render, and the claims ledger. See README.md and config/README.md.
 from snakemake.utils import min_version
 
 min_version("9.0")
@@ -21,9 +21,17 @@ include: "workflow/rules/fit.smk"
 include: "workflow/rules/render.smk"
 include: "workflow/rules/provenance.smk"
 include: "workflow/rules/train.smk"
+include: "workflow/rules/claims.smk"
+include: "workflow/rules/report.smk"
+
+
+# `snakemake --report results/report.html`: its first page (the claims), then the figures and
+# tables under a category per note
+report: "workflow/report/workflow.rst"
 
 
 rule all:
+    """every table, figure and the claims ledger of the configured studies"""
     default_target: True
     input:
         all_targets(),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import os
 import shutil
 import subprocess
@@ -34,6 +35,23 @@ def copy_workflow(dest: Path, source: Path = ROOT) -> Path:
         else:
             shutil.copy2(src, dest / name)
     return dest
+
+
+DELETE = object()  # an edit that removes the key
+
+
+def edited(base: dict, edits: dict) -> dict:
+    """A deep copy of `base` with `edits` applied: {key path (tuple): new value or DELETE}."""
+    out = copy.deepcopy(base)
+    for path, value in edits.items():
+        node = out
+        for key in path[:-1]:
+            node = node[key]
+        if value is DELETE:
+            del node[path[-1]]
+        else:
+            node[path[-1]] = value
+    return out
 
 
 @pytest.fixture(scope="session")

@@ -3,18 +3,18 @@ the offending value, and no Python traceback as the user-facing error."""
 
 from __future__ import annotations
 
-import copy
 import math
 
 import pytest
 import torch
 import yaml
-from conftest import ROOT, copy_workflow, run_snakemake
+from conftest import DELETE, ROOT, copy_workflow, edited, run_snakemake
 
 from depthlab.settings import ConfigError
 from depthlab.validate import check_config
 
 SCHEMA = ROOT / "workflow/schemas/config.schema.yaml"
+MISSING_FIT = str(ROOT / "tests/data/claims_missing_fit.yaml")  # an entry with fit: nosuchstudy
 
 GOOD = {
     "threads": 1,
@@ -27,7 +27,6 @@ STUDY = ("studies", "rel")
 SETTINGS = (*STUDY, "settings")
 ARM = (*STUDY, "arms", "a")
 AXES = (*ARM, "axes")
-DELETE = object()
 NO_GPU = pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")
 
 # (id, {key path: new value or DELETE}, fragments the message must contain)
@@ -84,21 +83,16 @@ CASES = [
     ("tokens_one_in_grid", {(*AXES, "tokens"): [1]}, ["tokens=1", "at least 2"]),
     ("analysis_out_of_range", {(*STUDY, "analysis"): {"single_depth": 0}},
      ["analysis.single_depth=0"]),
+    ("claims_entry_with_missing_fit", {("claims",): MISSING_FIT},
+     ["claims_missing_fit.yaml", "example.missing_fit", "measure.fit='nosuchstudy'"]),
+    ("claims_file_missing", {("claims",): "no/such/claims.yaml"},
+     ["claims='no/such/claims.yaml'", "no such file"]),
 ]
 
 
 def bad_config(edits: dict) -> dict:
     """GOOD with `edits` applied, as read back from a YAML file."""
-    config = copy.deepcopy(GOOD)
-    for path, value in edits.items():
-        node = config
-        for key in path[:-1]:
-            node = node[key]
-        if value is DELETE:
-            del node[path[-1]]
-        else:
-            node[path[-1]] = value
-    return yaml.safe_load(yaml.safe_dump(config))
+    return yaml.safe_load(yaml.safe_dump(edited(GOOD, edits)))
 
 
 def case_id(case) -> str:
@@ -124,7 +118,7 @@ def test_the_good_config_passes():
 
 # the same through the command line, for one case of each kind of check (each costs a parse)
 CLI_CASES = ("misspelt_setting", "heads_not_dividing_d_model", "pack_names_missing_axis",
-             "cuda_without_gpu")
+             "cuda_without_gpu", "claims_entry_with_missing_fit")
 
 
 @pytest.fixture(scope="module")

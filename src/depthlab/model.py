@@ -112,8 +112,9 @@ def _draw_block(s: RunSettings, w: dict[str, Tensor]) -> None:
                 # nn.Linear's own initialisation, applied to our tensors
                 layer = SimpleNamespace(weight=w[f"w{name}"], bias=w[f"b{name}"])
                 nn.Linear.reset_parameters(layer)
-        w["wo"].mul_(s.out_scale)
-        w["w2"].mul_(s.out_scale)
+        if s.out_scale != 1.0:
+            w["wo"].mul_(s.out_scale)
+            w["w2"].mul_(s.out_scale)
         for ln in ("ln1", "ln2"):
             w[f"{ln}_w"].fill_(1.0)
             w[f"{ln}_b"].zero_()

@@ -7,10 +7,12 @@ Fits: per-seed summaries of each (depthlab.stats.seed_summary); the table of hea
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from depthlab.figures import PLACEMENT_NAMES
 from depthlab.stack96 import _summaries
+from depthlab.stats import ols_slope
 from depthlab.tables import spread
 
 KEYS = ["arm", "label", "placement", "depth", "final_norm"]
@@ -19,7 +21,9 @@ ORDER = ["pre", "post", "none"]
 
 def fit(table: pd.DataFrame) -> pd.DataFrame:
     """Per cell and block: stream_rms and branch_ratio_<attn|mlp|block>; per cell: the head
-    input sd (head_input_sd) and the stream growth rms(x_L) / rms(x_0) (stream_rms_growth)."""
+    input sd (head_input_sd), the stream growth rms(x_L) / rms(x_0) (stream_rms_growth) and
+    the slope of the block's branch ratio over depth (branch_ratio_slope); across depths: the
+    growth exponent (stream_rms_exponent)."""
     parts = [
         _summaries(table[table["metric"] == "stream_rms"], [*KEYS, "layer"], "stream_rms"),
         _summaries(table[table["metric"] == "head_input_sd"], KEYS, "head_input_sd"),
@@ -32,7 +36,34 @@ def fit(table: pd.DataFrame) -> pd.DataFrame:
     last = rms[rms["layer"] == rms["depth"]].set_index([*KEYS, "seed"])["value"]
     growth = (last / first).rename("value").reset_index()
     parts.append(_summaries(growth, KEYS, "stream_rms_growth"))
+    parts.append(growth_exponent(growth))
+    parts.append(branch_ratio_slope(ratio[ratio["sublayer"] == "block"]))
     return pd.concat(parts, ignore_index=True)
+
+
+def _loglog_slopes(frame: pd.DataFrame, keys: list[str], x: str, quantity: str) -> pd.DataFrame:
+    """Per group of keys and seed, the OLS slope of ln(value) on ln(x) (two or more x),
+    summarised across seeds as `quantity`; empty when no group has two x."""
+    rows = [
+        {**dict(zip([*keys, "seed"], group, strict=True)),
+         "value": ols_slope(np.log(sub[x].to_numpy(float)), np.log(sub["value"]))[0]}
+        for group, sub in frame.groupby([*keys, "seed"], sort=True) if sub[x].nunique() > 1
+    ]
+    return _summaries(pd.DataFrame(rows), keys, quantity) if rows else pd.DataFrame()
+
+
+def growth_exponent(growth: pd.DataFrame) -> pd.DataFrame:
+    """stream_rms_exponent: per seed, the slope of ln(rms(x_L) / rms(x_0)) on ln L across the
+    depths of a placement and final_norm (0.5 = sqrt(L) growth, 0 = none); no depth column."""
+    return _loglog_slopes(growth, ["arm", "placement", "final_norm"], "depth",
+                          "stream_rms_exponent")
+
+
+def branch_ratio_slope(ratio: pd.DataFrame) -> pd.DataFrame:
+    """branch_ratio_slope: per seed and cell, the slope of ln(branch-to-stream ratio of the
+    whole block) on ln(block index) over blocks 1..L (< 0: deeper blocks change the stream
+    relatively less). Needs the 'block' ratio (Pre-LN)."""
+    return _loglog_slopes(ratio, KEYS, "layer", "branch_ratio_slope")
 
 
 def one_final_norm(fits: pd.DataFrame) -> pd.DataFrame:

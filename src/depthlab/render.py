@@ -133,6 +133,7 @@ def render(name: str, fits: pd.DataFrame, analysis: dict, outputs: dict[str, str
     target = BY_NAME[name]
     if target.kind == "table":
         build, title, note = TABLES[name]
-        write_table(build(fits, analysis), outputs["md"], outputs["csv"], title, note)
+        write_table(build(fits, analysis), outputs["md"], outputs["csv"], title, note,
+                    outputs.get("html"))
     else:
         save(FIGURES[name](fits), outputs["png"], outputs["svg"])

@@ -86,6 +86,35 @@ def exponent_across_depths(growth: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def ratio_depth_trend(table: pd.DataFrame) -> pd.DataFrame:
+    """Per seed, how the first/last gradient ratio r(L) moves with depth at fixed arm,
+    placement, output scale and variant (summarised across seeds; dimensionless):
+    grad_ratio_depth_exponent = OLS slope of ln r on ln L over the depths (two or more; > 0: r
+    grows with depth), and at each inner depth L_i (depth column) grad_ratio_bend = the
+    log-log slope from L_i to the next depth minus that from the previous depth to L_i
+    (< 0: r falls faster past L_i)."""
+    ratio = _metric(table, "grad_ratio").assign(variant=lambda f: f["label"].map(variant_of))
+    keys = ["arm", "placement", "out_scale", "variant"]
+    exponents, bends = [], []
+    for group, sub in ratio.groupby([*keys, "seed"], sort=True):
+        if len(sub) < 2:
+            continue
+        sub = sub.sort_values("depth")
+        log_l, log_r = np.log(sub["depth"].to_numpy(float)), np.log(sub["value"].to_numpy())
+        base = dict(zip([*keys, "seed"], group, strict=True))
+        exponents.append({**base, "value": ols_slope(log_l, log_r)[0]})
+        slopes = np.diff(log_r) / np.diff(log_l)
+        for i in range(1, len(slopes)):
+            bends.append({**base, "depth": sub["depth"].iloc[i],
+                          "value": slopes[i] - slopes[i - 1]})
+    parts = [pd.DataFrame(columns=["variant"])]
+    if exponents:
+        parts.append(_summaries(pd.DataFrame(exponents), keys, "grad_ratio_depth_exponent"))
+    if bends:
+        parts.append(_summaries(pd.DataFrame(bends), [*keys, "depth"], "grad_ratio_bend"))
+    return pd.concat(parts, ignore_index=True)
+
+
 def fit(table: pd.DataFrame) -> pd.DataFrame:
     """All stack96 fits as one long table (quantity, arm, label, grid keys, layer, summary)."""
     keys = ["arm", "label", *GRID_KEYS]
@@ -100,9 +129,11 @@ def fit(table: pd.DataFrame) -> pd.DataFrame:
     for metric, sub in growth.groupby("metric"):
         parts.append(_summaries(sub, keys, metric))
     parts.append(exponent_across_depths(growth))
+    parts.append(ratio_depth_trend(table))
     for sublayer in ("attn", "mlp"):
         branch = _metric(table, "branch_var", sublayer)
         parts.append(_summaries(branch, [*keys, "layer"], f"branch_var_{sublayer}"))
     fits = pd.concat(parts, ignore_index=True)
-    fits["variant"] = fits["label"].fillna("").map(variant_of)
+    # rows across depths carry their variant; the others take it from their cell label
+    fits["variant"] = fits["variant"].fillna(fits["label"].fillna("").map(variant_of))
     return fits

@@ -25,8 +25,9 @@ class Target:
 
     @property
     def outputs(self) -> dict[str, str]:
-        """Output paths by extension: md+csv for tables, png+svg for figures."""
-        folder, exts = ("tables", ("md", "csv")) if self.kind == "table" else (
+        """Output paths by extension: md+csv+html for tables (html for the report), png+svg for
+        figures."""
+        folder, exts = ("tables", ("md", "csv", "html")) if self.kind == "table" else (
             "figures", ("png", "svg"))
         return {ext: f"results/{folder}/{self.stem}.{ext}" for ext in exts}
 

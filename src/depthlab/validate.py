@@ -2,9 +2,10 @@
 
 Order: the JSON schema (workflow/schemas/config.schema.yaml: unknown keys, types, ranges, empty or
 duplicate grids), then every cell's RunSettings.check (values inside axis lists, which the schema
-leaves untyped, and cross-key rules such as heads dividing d_model), then the device. Each message
-names the offending key as a dotted path and its value. Cheap: torch is imported only when a cell
-asks for cuda.
+leaves untyped, and cross-key rules such as heads dividing d_model), then the device, then the
+claims file named by `claims` (depthlab.claims_schema: e.g. an entry whose fit the pipeline does
+not make). Each message names the offending key as a dotted path and its value. Cheap: torch is
+imported only when a cell asks for cuda.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 import yaml
 from jsonschema import Draft202012Validator
 
+from depthlab.claims_schema import load_claims
 from depthlab.grid import Job, study_jobs
 from depthlab.settings import ConfigError
 
@@ -122,4 +124,6 @@ def check_config(config: dict, schema_path: str | Path) -> list[Job]:
     check_schema(config, yaml.safe_load(Path(schema_path).read_text()))
     jobs = study_jobs(config)
     check_device(config, jobs)
+    if "claims" in config:
+        load_claims(config["claims"])
     return jobs

@@ -2,6 +2,7 @@
 
 
 rule provenance:
+    """the config and every Parquet file's provenance (results/provenance.json)"""
     input:
         provenance_inputs(),
     output:

@@ -1,4 +1,6 @@
-# One named rule per table and figure (catalogue: src/depthlab/targets.py).
+# One named rule per table and figure (catalogue: src/depthlab/targets.py). In the report
+# (`snakemake --report`) each figure's PNG and each table's HTML page sit under their note's
+# category, with the caption workflow/report/<rule name>.rst.
 
 for target in STUDY_TARGETS:
 
@@ -8,7 +10,7 @@ for target in STUDY_TARGETS:
         input:
             f"results/fits/{target.study}.parquet",
         output:
-            **target.outputs,
+            **report_outputs(target),
         log:
             f"logs/render/{target.name}.log",
         localrule: True
@@ -22,3 +24,6 @@ for target in STUDY_TARGETS:
             target.description
         script:
             "../scripts/render.py"
+
+    # the description `snakemake --list-target-rules` prints beside the name
+    workflow.get_rule(target.name).docstring = target.description

@@ -16,6 +16,7 @@ TRAINING_STUDIES = "|".join(sorted({study for study, _ in TRAINING})) or "(?!)"
 # The corpus comes from config `corpus_path` (read by the script, so that naming the same file
 # differently reruns nothing) or else from the URL; the sha256 is checked either way.
 rule corpus:
+    """Tiny Shakespeare from corpus_path or its URL, sha256-checked"""
     output:
         "resources/tinyshakespeare.txt",
     log:

@@ -1,0 +1,29 @@
+# The claims ledger: every claim of config/claims.yaml measured on the fits, with a verdict.
+
+
+rule claims:
+    """every numeric claim of the four notes, measured, with a verdict (results/claims.md)"""
+    input:
+        claims=config["claims"],
+        fits=expand("results/fits/{study}.parquet", study=CLAIM_FITS),
+    output:
+        parquet="results/claims.parquet",
+        md="results/claims.md",
+        html=report(
+            "results/claims.html",
+            caption="../report/claims.rst",
+            category="claims",
+            subcategory="ledger",
+            labels={"name": "claims", "type": "table"},
+        ),
+    log:
+        "logs/claims.log",
+    localrule: True
+    conda:
+        "../../envs/depthlab.yaml"
+    params:
+        code=PACKAGE_CODE,
+    message:
+        "claims: the ledger of the notes' claims, measured, with verdicts"
+    script:
+        "../scripts/claims.py"
