@@ -11,8 +11,7 @@ import numpy as np
 import pandas as pd
 
 from depthlab.figures import PLACEMENT_NAMES
-from depthlab.stack96 import _summaries
-from depthlab.stats import ols_slope
+from depthlab.stats import ols_slope, summarise_seeds
 from depthlab.tables import spread
 
 KEYS = ["arm", "label", "placement", "depth", "final_norm"]
@@ -25,17 +24,17 @@ def fit(table: pd.DataFrame) -> pd.DataFrame:
     the slope of the block's branch ratio over depth (branch_ratio_slope); across depths: the
     growth exponent (stream_rms_exponent)."""
     parts = [
-        _summaries(table[table["metric"] == "stream_rms"], [*KEYS, "layer"], "stream_rms"),
-        _summaries(table[table["metric"] == "head_input_sd"], KEYS, "head_input_sd"),
+        summarise_seeds(table[table["metric"] == "stream_rms"], [*KEYS, "layer"], "stream_rms"),
+        summarise_seeds(table[table["metric"] == "head_input_sd"], KEYS, "head_input_sd"),
     ]
     ratio = table[table["metric"] == "branch_ratio"]
     for sublayer, sub in ratio.groupby("sublayer"):
-        parts.append(_summaries(sub, [*KEYS, "layer"], f"branch_ratio_{sublayer}"))
+        parts.append(summarise_seeds(sub, [*KEYS, "layer"], f"branch_ratio_{sublayer}"))
     rms = table[table["metric"] == "stream_rms"]
     first = rms[rms["layer"] == 0].set_index([*KEYS, "seed"])["value"]
     last = rms[rms["layer"] == rms["depth"]].set_index([*KEYS, "seed"])["value"]
     growth = (last / first).rename("value").reset_index()
-    parts.append(_summaries(growth, KEYS, "stream_rms_growth"))
+    parts.append(summarise_seeds(growth, KEYS, "stream_rms_growth"))
     parts.append(growth_exponent(growth))
     parts.append(branch_ratio_slope(ratio[ratio["sublayer"] == "block"]))
     return pd.concat(parts, ignore_index=True)
@@ -49,7 +48,7 @@ def _loglog_slopes(frame: pd.DataFrame, keys: list[str], x: str, quantity: str) 
          "value": ols_slope(np.log(sub[x].to_numpy(float)), np.log(sub["value"]))[0]}
         for group, sub in frame.groupby([*keys, "seed"], sort=True) if sub[x].nunique() > 1
     ]
-    return _summaries(pd.DataFrame(rows), keys, quantity) if rows else pd.DataFrame()
+    return summarise_seeds(pd.DataFrame(rows), keys, quantity) if rows else pd.DataFrame()
 
 
 def growth_exponent(growth: pd.DataFrame) -> pd.DataFrame:

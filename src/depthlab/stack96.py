@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from depthlab.stats import ols_slope, one_depth_exponent, seed_summary
+from depthlab.stats import ols_slope, one_depth_exponent, summarise_seeds
 
 GRID_KEYS = ("placement", "depth", "out_scale")
 
@@ -19,19 +19,6 @@ def variant_of(label: str) -> str:
     'baseline' when the cell differs from the study's settings only in placement/depth/scale."""
     parts = [p for p in label.split("_") if p.split("-")[0] not in GRID_KEYS]
     return "_".join(parts) or "baseline"
-
-
-def _summaries(frame: pd.DataFrame, keys: list[str], quantity: str) -> pd.DataFrame:
-    """seed_summary of `value` per group of keys, plus the value of the lowest seed."""
-    rows = []
-    for group, sub in frame.groupby(keys, sort=True):
-        sub = sub.sort_values("seed")
-        row = dict(zip(keys, group, strict=True))
-        row.update(seed_summary(sub["value"]))
-        row["seed0"] = float(sub["value"].iloc[0])
-        row["quantity"] = quantity
-        rows.append(row)
-    return pd.DataFrame(rows)
 
 
 def _metric(table: pd.DataFrame, metric: str, sublayer: str = "block") -> pd.DataFrame:
@@ -81,7 +68,7 @@ def exponent_across_depths(growth: pd.DataFrame) -> pd.DataFrame:
         )
     if not rows:
         return pd.DataFrame()
-    return _summaries(
+    return summarise_seeds(
         pd.DataFrame(rows), ["arm", "placement", "out_scale"], "exponent_across_depths"
     )
 
@@ -109,9 +96,9 @@ def ratio_depth_trend(table: pd.DataFrame) -> pd.DataFrame:
                           "value": slopes[i] - slopes[i - 1]})
     parts = [pd.DataFrame(columns=["variant"])]
     if exponents:
-        parts.append(_summaries(pd.DataFrame(exponents), keys, "grad_ratio_depth_exponent"))
+        parts.append(summarise_seeds(pd.DataFrame(exponents), keys, "grad_ratio_depth_exponent"))
     if bends:
-        parts.append(_summaries(pd.DataFrame(bends), [*keys, "depth"], "grad_ratio_bend"))
+        parts.append(summarise_seeds(pd.DataFrame(bends), [*keys, "depth"], "grad_ratio_bend"))
     return pd.concat(parts, ignore_index=True)
 
 
@@ -120,19 +107,19 @@ def fit(table: pd.DataFrame) -> pd.DataFrame:
     keys = ["arm", "label", *GRID_KEYS]
     cells = table.drop_duplicates(["arm", "label"])[keys]
     parts = [
-        _summaries(_metric(table, "grad_ratio"), keys, "grad_ratio"),
-        _summaries(_metric(table, "grad_norm"), [*keys, "layer"], "grad_norm"),
-        _summaries(_metric(table, "stream_sd"), [*keys, "layer"], "stream_sd"),
-        _summaries(_metric(table, "stream_var"), [*keys, "layer"], "stream_var"),
+        summarise_seeds(_metric(table, "grad_ratio"), keys, "grad_ratio"),
+        summarise_seeds(_metric(table, "grad_norm"), [*keys, "layer"], "grad_norm"),
+        summarise_seeds(_metric(table, "stream_sd"), [*keys, "layer"], "stream_sd"),
+        summarise_seeds(_metric(table, "stream_var"), [*keys, "layer"], "stream_var"),
     ]
     growth = stream_growth(table).merge(cells, on=["arm", "label"])
     for metric, sub in growth.groupby("metric"):
-        parts.append(_summaries(sub, keys, metric))
+        parts.append(summarise_seeds(sub, keys, metric))
     parts.append(exponent_across_depths(growth))
     parts.append(ratio_depth_trend(table))
     for sublayer in ("attn", "mlp"):
         branch = _metric(table, "branch_var", sublayer)
-        parts.append(_summaries(branch, [*keys, "layer"], f"branch_var_{sublayer}"))
+        parts.append(summarise_seeds(branch, [*keys, "layer"], f"branch_var_{sublayer}"))
     fits = pd.concat(parts, ignore_index=True)
     # rows across depths carry their variant; the others take it from their cell label
     fits["variant"] = fits["variant"].fillna(fits["label"].fillna("").map(variant_of))

@@ -40,3 +40,17 @@ def ols_slope(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
 def one_depth_exponent(factor: float, depth: int) -> float:
     """The notes' one-depth growth exponent ln(factor) / ln(L)."""
     return float(np.log(factor) / np.log(depth))
+
+
+def summarise_seeds(frame: pd.DataFrame, keys: list[str], quantity: str) -> pd.DataFrame:
+    """seed_summary of `value` (one row per seed) per group of keys, plus the value of the
+    lowest seed (seed0), tagged with the quantity: one fit row per group."""
+    rows = []
+    for group, sub in frame.groupby(keys, sort=True):
+        sub = sub.sort_values("seed")
+        row = dict(zip(keys, group, strict=True))
+        row.update(seed_summary(sub["value"]))
+        row["seed0"] = float(sub["value"].iloc[0])
+        row["quantity"] = quantity
+        rows.append(row)
+    return pd.DataFrame(rows)

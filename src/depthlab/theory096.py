@@ -15,8 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from depthlab.stack96 import _summaries
-from depthlab.stats import ols_slope
+from depthlab.stats import ols_slope, summarise_seeds
 
 KEYS = ["arm", "label", "placement", "depth", "out_scale"]
 NOTE_K = 24  # the note: "at k = 24 the per-layer change is about a fifth of its value at k = 1"
@@ -121,7 +120,7 @@ def block_corr_matrix(table: pd.DataFrame) -> pd.DataFrame:
 def fit(table: pd.DataFrame) -> pd.DataFrame:
     """All theory096 fits as one long table (quantity, cell keys, layer, seed summary)."""
     parts = [
-        _summaries(table[(table["metric"] == m) & (table["sublayer"] == "block")],
+        summarise_seeds(table[(table["metric"] == m) & (table["sublayer"] == "block")],
                    [*KEYS, "layer"], m)
         for m in ("omega_abs", "omega_var", "block_var", "block_stream_corr", "stream_var")
     ]
@@ -129,8 +128,8 @@ def fit(table: pd.DataFrame) -> pd.DataFrame:
     derived = per_seed(table).merge(cells, on=["arm", "label"])
     for metric, sub in derived.groupby("metric"):
         if sub["layer"].notna().any():
-            parts.append(_summaries(sub, [*KEYS, "layer"], metric))
+            parts.append(summarise_seeds(sub, [*KEYS, "layer"], metric))
         else:
-            parts.append(_summaries(sub, KEYS, metric))
+            parts.append(summarise_seeds(sub, KEYS, metric))
     parts.append(block_corr_matrix(table))
     return pd.concat(parts, ignore_index=True)

@@ -13,8 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from depthlab.stack96 import _summaries
-from depthlab.stats import ols_slope
+from depthlab.stats import ols_slope, summarise_seeds
 from depthlab.theory096 import fit_range
 
 KEYS = ["arm", "label", "placement", "depth", "warmup_steps"]
@@ -111,11 +110,11 @@ def fit(table: pd.DataFrame) -> pd.DataFrame:
         if metric == "unigram_entropy":
             continue
         shared = sublayer in ("block", "head")
-        parts.append(_summaries(sub, [*keys, "layer"], metric if shared
+        parts.append(summarise_seeds(sub, [*keys, "layer"], metric if shared
                                 else f"{metric}_{sublayer}"))
     derived = per_seed(table).merge(cells, on=["arm", "label"])
     for metric, sub in derived.groupby("metric", sort=True):
-        parts.append(_summaries(sub, keys, metric))
+        parts.append(summarise_seeds(sub, keys, metric))
     entropy = table.loc[table["metric"] == "unigram_entropy", "value"]
     parts.append(pd.DataFrame([{"quantity": "unigram_entropy", "median": entropy.median(),
                                 "min": entropy.min(), "max": entropy.max()}]))

@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from depthlab.stats import ols_slope, seed_summary
+from depthlab.stats import ols_slope, summarise_seeds
 
 CELL_KEYS = ["arm", "label", "init", "depth", "residual_scale", "out_scale", "skip_scale"]
 SCHEME_SETTINGS = {"residual_scale": "branch", "out_scale": "init", "skip_scale": "skip"}
@@ -133,17 +133,6 @@ def seed_scalars(inc: pd.DataFrame, var: pd.DataFrame) -> pd.DataFrame:
     return _long(rows)
 
 
-def _summaries(frame: pd.DataFrame, keys: list[str], quantity: str) -> pd.DataFrame:
-    """seed_summary of `value` per group of keys, tagged with the quantity."""
-    rows = []
-    for group, sub in frame.groupby(keys, sort=True):
-        row = dict(zip(keys, group, strict=True))
-        row.update(seed_summary(sub["value"]))
-        row["quantity"] = quantity
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
 def _single(keys: dict, quantity: str, value: float, n_seeds: int, layer=None) -> dict:
     """A fit row that is one number computed from seed means (no spread across seeds)."""
     return {**keys, "layer": layer, "quantity": quantity, "n_seeds": n_seeds, "median": value,
@@ -194,12 +183,12 @@ def fit(table: pd.DataFrame) -> pd.DataFrame:
             ["arm", "label", "seed", "layer", "metric", "value"]],
     ], ignore_index=True)
     parts = [
-        _summaries(sub, ["arm", "label", "layer"], metric)
+        summarise_seeds(sub, ["arm", "label", "layer"], metric)
         for metric, sub in per_layer.groupby("metric")
     ]
     unskipped = inc.merge(cells.loc[cells["skip_scale"] == 1, ["arm", "label"]])
     scalars = pd.concat([seed_scalars(inc, var), seed_ratios(unskipped)], ignore_index=True)
-    parts += [_summaries(sub, ["arm", "label"], m) for m, sub in scalars.groupby("metric")]
+    parts += [summarise_seeds(sub, ["arm", "label"], m) for m, sub in scalars.groupby("metric")]
     parts.append(mean_curve_fits(unskipped))
     fits = pd.concat(parts, ignore_index=True)
     return fits.merge(cells, on=["arm", "label"], how="left")
