@@ -11,7 +11,7 @@ import torch
 
 from depthlab import model, probes
 from depthlab.cost import layer_flops
-from depthlab.measure import run_pass
+from depthlab.measure import forward_backward, run_pass
 from depthlab.reference import per_seed_loop
 from depthlab.settings import RunSettings
 
@@ -55,15 +55,14 @@ def cell_flops(s: RunSettings) -> float:
 
 def measure_path(s: RunSettings) -> dict[str, float]:
     """Seconds of the stages of depthlab.measure.run_pass on one cell, all seeds in one pass:
-    build (weights, inputs), forward + backward (with the gradient-norm hooks), probes."""
+    build (weights, inputs), forward_backward (with the gradient-norm hooks), probes."""
     out = {}
     start = time.perf_counter()
     params, draw = model.build(s, s.seed_list())
     _sync(s.device)
     out["build_s"] = time.perf_counter() - start
     start = time.perf_counter()
-    y, trace = model.forward(params, draw.x, s)
-    probes.backward(model.per_seed_loss(y, params, draw, s), params, trace, s)
+    trace, _ = forward_backward(params, draw, s)
     _sync(s.device)
     out["forward_backward_s"] = time.perf_counter() - start
     out["probes_s"] = timed(lambda: probes.run_probes(params, trace, s), s.device)

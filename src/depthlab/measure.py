@@ -11,7 +11,7 @@ import pandas as pd
 import torch
 
 from depthlab.grid import Job
-from depthlab.model import build, forward, per_seed_loss
+from depthlab.model import Draw, StackParams, Trace, build, forward, per_seed_loss
 from depthlab.probes import Probe, backward, run_probes
 from depthlab.settings import RunSettings
 
@@ -45,15 +45,11 @@ def seed_chunks(s: RunSettings) -> list[list[int]]:
 BranchScales = list[tuple[float, float]]
 
 
-def run_pass(
-    s: RunSettings, seeds: list[int], branch_scales: BranchScales | None = None
-) -> tuple[list[Probe], torch.Tensor]:
-    """Build, forward, backward (none with grad_of 'none') and probe one batch of seeds;
-    returns probes and losses (S,).
-
-    branch_scales[l] = (alpha_attn, alpha_mlp) of block l+1 replaces the uniform residual_scale
-    (see model.forward); the scales applied are recorded as metric branch_scale."""
-    params, draw = build(s, seeds)
+def forward_backward(
+    params: StackParams, draw: Draw, s: RunSettings, branch_scales: BranchScales | None = None
+) -> tuple[Trace, torch.Tensor]:
+    """The forward pass and, unless grad_of is 'none', the backward pass the probes read;
+    returns the trace and the per-seed losses (S,)."""
     if s.grad_of == "input":
         draw.x.requires_grad_(True)
     with torch.set_grad_enabled(s.grad_of != "none"):
@@ -64,6 +60,19 @@ def run_pass(
         loss = per_seed_loss(y, params, draw, s)
     if s.grad_of != "none":
         backward(loss, params, trace, s)
+    return trace, loss
+
+
+def run_pass(
+    s: RunSettings, seeds: list[int], branch_scales: BranchScales | None = None
+) -> tuple[list[Probe], torch.Tensor]:
+    """Build, forward, backward (none with grad_of 'none') and probe one batch of seeds;
+    returns probes and losses (S,).
+
+    branch_scales[l] = (alpha_attn, alpha_mlp) of block l+1 replaces the uniform residual_scale
+    (see model.forward); the scales applied are recorded as metric branch_scale."""
+    params, draw = build(s, seeds)
+    trace, loss = forward_backward(params, draw, s, branch_scales)
     probes = run_probes(params, trace, s)
     if branch_scales is not None:
         applied = torch.tensor(branch_scales, dtype=torch.float64).T.unsqueeze(1)  # (2, 1, L)

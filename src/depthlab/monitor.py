@@ -7,11 +7,10 @@ Fits: per-seed summaries of each (depthlab.stats.seed_summary); the table of hea
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from depthlab.figures import PLACEMENT_NAMES
-from depthlab.stats import ols_slope, summarise_seeds
+from depthlab.stats import loglog_slopes, summarise_seeds
 from depthlab.tables import spread
 
 KEYS = ["arm", "label", "placement", "depth", "final_norm"]
@@ -40,21 +39,10 @@ def fit(table: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
-def _loglog_slopes(frame: pd.DataFrame, keys: list[str], x: str, quantity: str) -> pd.DataFrame:
-    """Per group of keys and seed, the OLS slope of ln(value) on ln(x) (two or more x),
-    summarised across seeds as `quantity`; empty when no group has two x."""
-    rows = [
-        {**dict(zip([*keys, "seed"], group, strict=True)),
-         "value": ols_slope(np.log(sub[x].to_numpy(float)), np.log(sub["value"]))[0]}
-        for group, sub in frame.groupby([*keys, "seed"], sort=True) if sub[x].nunique() > 1
-    ]
-    return summarise_seeds(pd.DataFrame(rows), keys, quantity) if rows else pd.DataFrame()
-
-
 def growth_exponent(growth: pd.DataFrame) -> pd.DataFrame:
     """stream_rms_exponent: per seed, the slope of ln(rms(x_L) / rms(x_0)) on ln L across the
     depths of a placement and final_norm (0.5 = sqrt(L) growth, 0 = none); no depth column."""
-    return _loglog_slopes(growth, ["arm", "placement", "final_norm"], "depth",
+    return loglog_slopes(growth, ["arm", "placement", "final_norm"], "depth",
                           "stream_rms_exponent")
 
 
@@ -62,7 +50,7 @@ def branch_ratio_slope(ratio: pd.DataFrame) -> pd.DataFrame:
     """branch_ratio_slope: per seed and cell, the slope of ln(branch-to-stream ratio of the
     whole block) on ln(block index) over blocks 1..L (< 0: deeper blocks change the stream
     relatively less). Needs the 'block' ratio (Pre-LN)."""
-    return _loglog_slopes(ratio, KEYS, "layer", "branch_ratio_slope")
+    return loglog_slopes(ratio, KEYS, "layer", "branch_ratio_slope")
 
 
 def one_final_norm(fits: pd.DataFrame) -> pd.DataFrame:

@@ -20,8 +20,8 @@ def keep_freed_memory() -> bool:
 
     A forward and backward pass allocates and frees activations of a few MB each; by default
     glibc serves these from mmap and gives them back on free, so every new tensor costs page
-    faults on first touch (about 0.5 ms per MB on a virtual machine). Returns whether the
-    setting took (False off glibc, where nothing is changed).
+    faults on first touch (about 0.8 ms per MB on this project's virtual machines). Returns
+    whether the setting took (False off glibc, where nothing is changed).
     """
     if not sys.platform.startswith("linux"):
         return False

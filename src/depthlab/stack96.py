@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from depthlab.stats import ols_slope, one_depth_exponent, summarise_seeds
+from depthlab.stats import loglog_slopes, ols_slope, one_depth_exponent, summarise_seeds
 
 GRID_KEYS = ("placement", "depth", "out_scale")
 
@@ -56,21 +56,8 @@ def exponent_across_depths(growth: pd.DataFrame) -> pd.DataFrame:
     """Per seed, the slope of ln(factor) against ln(L) across the depths of an arm at fixed
     placement and output scale (needs two or more depths); summarised across seeds."""
     factor = growth[growth["metric"] == "factor"]
-    rows = []
-    for (arm, placement, scale, seed), sub in factor.groupby(
-        ["arm", "placement", "out_scale", "seed"], sort=True
-    ):
-        if sub["depth"].nunique() < 2:
-            continue
-        slope, _ = ols_slope(np.log(sub["depth"]), np.log(sub["value"]))
-        rows.append(
-            {"arm": arm, "placement": placement, "out_scale": scale, "seed": seed, "value": slope}
-        )
-    if not rows:
-        return pd.DataFrame()
-    return summarise_seeds(
-        pd.DataFrame(rows), ["arm", "placement", "out_scale"], "exponent_across_depths"
-    )
+    return loglog_slopes(factor, ["arm", "placement", "out_scale"], "depth",
+                         "exponent_across_depths")
 
 
 def ratio_depth_trend(table: pd.DataFrame) -> pd.DataFrame:

@@ -54,3 +54,14 @@ def summarise_seeds(frame: pd.DataFrame, keys: list[str], quantity: str) -> pd.D
         row["quantity"] = quantity
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def loglog_slopes(frame: pd.DataFrame, keys: list[str], x: str, quantity: str) -> pd.DataFrame:
+    """Per group of keys and seed, the OLS slope of ln(value) on ln(x) (groups with two or
+    more x), summarised across seeds as `quantity` (summarise_seeds); empty if no group has."""
+    rows = [
+        {**dict(zip([*keys, "seed"], group, strict=True)),
+         "value": ols_slope(np.log(sub[x].to_numpy(float)), np.log(sub["value"]))[0]}
+        for group, sub in frame.groupby([*keys, "seed"], sort=True) if sub[x].nunique() > 1
+    ]
+    return summarise_seeds(pd.DataFrame(rows), keys, quantity) if rows else pd.DataFrame()
