@@ -3,9 +3,9 @@ whole-study run, the slow part). Writes results/benchmarks/*.csv, scaling.png an
 
 Measured in one process: the float64 GEMM rate at the stack's sizes (the limit), the stack96
 L=96 cell with 6 seeds by the measure path and by the straightforward per-seed loop, the cost
-against depth and seed count; then, in subprocesses, the DAG build of a 5,000-cell grid and the
-whole stack96 study under `snakemake --cores all`. On a machine with CUDA the cell is also timed
-on the GPU in float64 and float32.
+against depth and seed count; before those, in subprocesses, the DAG build of a 5,000-cell grid
+and the whole stack96 study under `snakemake --cores all`. On a machine with CUDA the cell is
+also timed on the GPU in float64 and float32.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def cell_rows(s: RunSettings, repeats: int) -> tuple[list[dict], list[dict]]:
     return gemm, rows
 
 
-def summary(cells: pd.DataFrame, gemm: pd.DataFrame, scale: pd.DataFrame, dag: dict | None,
+def summary(cells: pd.DataFrame, gemm: pd.DataFrame, scale: pd.DataFrame, dag: list | None,
             study: dict | None) -> str:
     """The headline ratios as markdown."""
     lines = [f"Machine: {machine()}", ""]
@@ -92,12 +92,12 @@ def summary(cells: pd.DataFrame, gemm: pd.DataFrame, scale: pd.DataFrame, dag: d
         per = g.seconds / g.gflop
         lines.append(f"- seconds per GFLOP against {axis} {list(g.value)}: "
                      + ", ".join(f"{v:.3f}" for v in per))
-    if dag:
+    for row in dag or []:
         lines.append(
-            f"- `snakemake -n` of {dag['cells']} cells / {dag['jobs']} jobs: "
-            f"{dag['dry_run_s']:.1f} s, of which {dag['startup_s']:.1f} s start-up (the same "
-            f"on a 3-cell grid) and {dag['dag_s']:.1f} s DAG build and listing; one job's "
-            f"re-parse on a cluster (`snakemake -n <its shard>`): {dag['one_job_s']:.1f} s")
+            f"- `snakemake -n` of {row['cells']} cells as {row['jobs']} jobs ({row['layout']}): "
+            f"{row['dry_run_s']:.1f} s, of which {row['startup_s']:.1f} s start-up (the same "
+            f"on a 3-cell grid) and {row['dag_s']:.1f} s DAG build and listing; one job's "
+            f"re-parse on a cluster (`snakemake -n <its shard>`): {row['one_job_s']:.1f} s")
     if study:
         lines.append(
             f"- whole {study['study']} study, `snakemake --cores {study['cores']}`: "
@@ -118,6 +118,12 @@ def main() -> None:
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
 
+    # the workflow first, while this process holds no memory (it keeps what it frees, as the
+    # measure jobs do, and page faults cost seconds per GB on VMs)
+    with tempfile.TemporaryDirectory(prefix="depthlab-bench-") as tmp:
+        dag = None if args.skip_dag else workflow.dag_build(workflow.workdir(Path(tmp) / "dag"))
+        study = None if args.skip_study else workflow.whole_study(
+            workflow.workdir(args.study_dir or Path(tmp) / "study"))
     devices = [("cpu", "float64")]
     if torch.cuda.is_available():
         devices += [("cuda", "float64"), ("cuda", "float32")]
@@ -130,16 +136,12 @@ def main() -> None:
     cells, gemm = pd.concat(cell_frames), pd.DataFrame(gemm_rows)
     scale = pd.DataFrame(compute.scaling(RunSettings(placement="pre", depth=24, seeds=6),
                                          depths=[6, 12, 24, 48, 96], seeds=[1, 2, 4, 6, 12]))
-    with tempfile.TemporaryDirectory(prefix="depthlab-bench-") as tmp:
-        dag = None if args.skip_dag else workflow.dag_build(workflow.workdir(Path(tmp) / "dag"))
-        study = None if args.skip_study else workflow.whole_study(
-            workflow.workdir(args.study_dir or Path(tmp) / "study"))
     cells.to_csv(args.out / "cell.csv", index=False)
     gemm.to_csv(args.out / "gemm.csv", index=False)
     scale.to_csv(args.out / "scaling.csv", index=False)
-    for name, row in (("dag", dag), ("study", study)):
-        if row:
-            pd.DataFrame([row]).to_csv(args.out / f"{name}.csv", index=False)
+    for name, rows in (("dag", dag), ("study", [study] if study else None)):
+        if rows:
+            pd.DataFrame(rows).to_csv(args.out / f"{name}.csv", index=False)
     plot.scaling_figure(scale, cells, args.out / "scaling.png")
     text = summary(cells, gemm, scale, dag, study)
     (args.out / "summary.md").write_text(text)

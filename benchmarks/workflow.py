@@ -41,31 +41,44 @@ def snakemake(work: Path, *args: str) -> float:
     return seconds
 
 
-def big_grid(n_depths: int) -> dict:
-    """The stack96 settings with a grad arm of 3 placements x n_depths depths, one job a cell."""
+def big_grid(n_depths: int, pack: list[str]) -> dict:
+    """The stack96 settings with a grad arm of 3 placements x n_depths depths, the axes in
+    `pack` looped inside a job."""
     config = yaml.safe_load((ROOT / "config/config.yaml").read_text())
     study = config["studies"]["stack96"]
     study["arms"] = {"grad": {"axes": {"placement": ["post", "pre", "none"],
-                                       "depth": list(range(1, n_depths + 1))}}}
+                                       "depth": list(range(1, n_depths + 1))},
+                              "pack": pack}}
     config["studies"] = {"stack96": study}
     return config
 
 
-def dag_build(work: Path, cells: int = 5000) -> dict:
-    """Seconds of `snakemake -n` for a grid of about `cells` cells, each its own measure job:
-    start-up (the same command on a 3-cell grid: imports, plugin probes, parse), the DAG build
-    and dry-run listing of every job beyond that, and what one cluster job pays (parse the big
+# job layouts of the large grid: every cell its own job, and placements looped inside a job
+# (as the default config's sensitivity arms do)
+LAYOUTS = {"one_cell_per_job": [], "placement_packed": ["placement"]}
+
+
+def dag_build(work: Path, cells: int = 5000) -> list[dict]:
+    """Seconds of `snakemake -n` for a grid of about `cells` cells in each job layout: start-up
+    (the same command on a 3-cell grid: imports, plugin probes, parse), the DAG build and
+    dry-run listing of every job beyond that, and what one cluster job pays (parse the big
     config and build the DAG of its own output only)."""
     n_depths = -(-cells // 3)
-    seconds = {}
-    for name, depths in (("small", 1), ("big", n_depths)):
-        (work / f"{name}.yaml").write_text(yaml.safe_dump(big_grid(depths), sort_keys=False))
-        seconds[name] = snakemake(work, "-n", "--configfile", f"{name}.yaml")
-    one = f"results/runs/stack96/grad/placement-pre_depth-{n_depths}.parquet"
-    job = snakemake(work, "-n", one, "--configfile", "big.yaml")
-    return {"cells": 3 * n_depths, "jobs": 3 * n_depths, "startup_s": seconds["small"],
-            "dry_run_s": seconds["big"], "dag_s": seconds["big"] - seconds["small"],
-            "one_job_s": job}
+    (work / "small.yaml").write_text(yaml.safe_dump(big_grid(1, []), sort_keys=False))
+    startup = snakemake(work, "-n", "--configfile", "small.yaml")
+    rows = []
+    for layout, pack in LAYOUTS.items():
+        (work / f"{layout}.yaml").write_text(
+            yaml.safe_dump(big_grid(n_depths, pack), sort_keys=False))
+        dry_run = snakemake(work, "-n", "--configfile", f"{layout}.yaml")
+        job = "_".join(f"{k}-{v}" for k, v in (("placement", "pre"), ("depth", n_depths))
+                       if k not in pack)
+        one = snakemake(work, "-n", f"results/runs/stack96/grad/{job}.parquet",
+                        "--configfile", f"{layout}.yaml")
+        rows.append({"layout": layout, "cells": 3 * n_depths,
+                     "jobs": 3 * n_depths // (3 if pack else 1), "startup_s": startup,
+                     "dry_run_s": dry_run, "dag_s": dry_run - startup, "one_job_s": one})
+    return rows
 
 
 def _compute_seconds(log: str) -> float:

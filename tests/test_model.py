@@ -88,6 +88,41 @@ def test_seed_batch_equals_single_seed_runs():
             torch.testing.assert_close(y[i], y1[0], rtol=1e-13, atol=1e-13)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_build_draws_what_torch_modules_draw_after_manual_seed(threads):
+    """Seed s's weights, input and target are exactly what torch.manual_seed(s), building
+    nn.TransformerEncoderLayers, then torch.randn give, whatever the number of threads the
+    seeds are drawn on; Draw.rng continues each seed's stream."""
+    s = small(attention="torch_mha", depth=2, seeds=3)
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        params, draw = build(s, [5, 6, 7])
+    finally:
+        torch.set_num_threads(before)
+    for i, seed in enumerate([5, 6, 7]):
+        torch.manual_seed(seed)
+        layers = [torch_layer_init(s) for _ in range(s.depth)]
+        for layer, p in zip(layers, params.blocks, strict=True):
+            sa = layer.self_attn
+            assert torch.equal(torch.cat([p[f"w{n}"][i] for n in "qkv"]), sa.in_proj_weight)
+            assert torch.equal(p["wo"][i], sa.out_proj.weight)
+            assert torch.equal(p["w1"][i], layer.linear1.weight)
+            assert torch.equal(p["b2"][i], layer.linear2.bias)
+        x = torch.randn(s.batch, s.tokens, s.d_model, dtype=torch.float64)
+        target = torch.randn(s.batch, s.tokens, s.d_model, dtype=torch.float64)
+        assert torch.equal(draw.x[i], x) and torch.equal(draw.target[i], target)
+        assert torch.equal(torch.randn(4, generator=draw.rng[i]), torch.randn(4))
+
+
+def torch_layer_init(s: RunSettings) -> nn.Module:
+    """A freshly initialised nn.TransformerEncoderLayer of settings s (global RNG)."""
+    return nn.TransformerEncoderLayer(
+        s.d_model, s.heads, s.ffn_mult * s.d_model, dropout=0.0, batch_first=True,
+        dtype=torch.float64,
+    )
+
+
 def _std(t: torch.Tensor) -> float:
     return float(t.detach().flatten(1).std(dim=1).mean())
 

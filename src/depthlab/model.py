@@ -15,8 +15,8 @@ weights and dropout 0 (tested).
 from __future__ import annotations
 
 import math
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from types import SimpleNamespace
 
 import torch
 import torch.nn.functional as F
@@ -51,6 +51,7 @@ class Draw:
 
     x: Tensor
     target: Tensor
+    rng: list[torch.Generator] = field(default_factory=list)  # each seed's stream after its draws
 
 
 @dataclass
@@ -83,41 +84,52 @@ def _block_shapes(s: RunSettings) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
-def _draw_block(s: RunSettings, w: dict[str, Tensor]) -> None:
-    """Fill one seed's block parameters `w` (contiguous, one seed's shapes) in place from
-    the global RNG, drawing exactly what building PyTorch's modules would draw, in their order."""
-    with torch.no_grad():
-        if s.init == "fan_in":
-            # weights ~ N(0, 1/fan_in), biases zero: each linear map preserves variance
-            for name in ("q", "k", "v", "o", "1", "2"):
-                weight = w[f"w{name}"]
-                weight.normal_().div_(math.sqrt(weight.shape[1]))
+def _linear_init(weight: Tensor, bias: Tensor, g: torch.Generator) -> None:
+    """`nn.Linear.reset_parameters` drawing from generator `g`: weight and bias
+    ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)) (kaiming_uniform_ with a = sqrt(5))."""
+    nn.init.kaiming_uniform_(weight, a=math.sqrt(5), generator=g)
+    bound = 1 / math.sqrt(weight.shape[1])
+    nn.init.uniform_(bias, -bound, bound, generator=g)
+
+
+def _draw_block(s: RunSettings, w: dict[str, Tensor], g: torch.Generator) -> None:
+    """Fill one seed's block parameters `w` (contiguous, one seed's shapes) in place from `g`,
+    drawing exactly what building PyTorch's modules would draw, in their order."""
+    if s.init == "fan_in":
+        # weights ~ N(0, 1/fan_in), biases zero: each linear map preserves variance
+        for name in ("q", "k", "v", "o", "1", "2"):
+            weight = w[f"w{name}"]
+            weight.normal_(generator=g).div_(math.sqrt(weight.shape[1]))
+            w[f"b{name}"].zero_()
+    else:
+        if s.attention == "torch_mha":
+            # nn.MultiheadAttention: out_proj is built first (an nn.Linear), then the packed
+            # in-projection gets xavier_uniform_ and both biases zero
+            _linear_init(w["wo"], w["bo"], g)
+            w["bo"].zero_()
+            nn.init.xavier_uniform_(w["in_proj"], generator=g)
+            for name in "qkv":
                 w[f"b{name}"].zero_()
+            linears = ("1", "2")
         else:
-            if s.attention == "torch_mha":
-                mha = nn.MultiheadAttention(
-                    s.d_model, s.heads, bias=True, batch_first=True, dtype=w["wq"].dtype
-                )
-                for name, wt, bt in zip(
-                    "qkv", mha.in_proj_weight.chunk(3), mha.in_proj_bias.chunk(3), strict=True
-                ):
-                    w[f"w{name}"].copy_(wt)
-                    w[f"b{name}"].copy_(bt)
-                w["wo"].copy_(mha.out_proj.weight)
-                w["bo"].copy_(mha.out_proj.bias)
-                linears = ("1", "2")
-            else:
-                linears = ("q", "k", "v", "o", "1", "2")
-            for name in linears:
-                # nn.Linear's own initialisation, applied to our tensors
-                layer = SimpleNamespace(weight=w[f"w{name}"], bias=w[f"b{name}"])
-                nn.Linear.reset_parameters(layer)
-        if s.out_scale != 1.0:
-            w["wo"].mul_(s.out_scale)
-            w["w2"].mul_(s.out_scale)
-        for ln in ("ln1", "ln2"):
-            w[f"{ln}_w"].fill_(1.0)
-            w[f"{ln}_b"].zero_()
+            linears = ("q", "k", "v", "o", "1", "2")
+        for name in linears:
+            _linear_init(w[f"w{name}"], w[f"b{name}"], g)
+    if s.out_scale != 1.0:
+        w["wo"].mul_(s.out_scale)
+        w["w2"].mul_(s.out_scale)
+    for ln in ("ln1", "ln2"):
+        w[f"{ln}_w"].fill_(1.0)
+        w[f"{ln}_b"].zero_()
+
+
+def _scratch(s: RunSettings, shapes: dict[str, tuple[int, ...]], kw: dict) -> dict[str, Tensor]:
+    """One seed's block parameters, contiguous; with torch_mha wq, wk, wv are views of one
+    packed (3d, d) in-projection, as in nn.MultiheadAttention."""
+    scratch = {k: torch.empty(shape, **kw) for k, shape in shapes.items()}
+    scratch["in_proj"] = torch.empty(3 * s.d_model, s.d_model, **kw)
+    scratch.update(zip(("wq", "wk", "wv"), scratch["in_proj"].chunk(3), strict=True))
+    return scratch
 
 
 def _stacked(S: int, shape: tuple[int, ...], kw: dict) -> Tensor:
@@ -130,16 +142,20 @@ def _stacked(S: int, shape: tuple[int, ...], kw: dict) -> Tensor:
 
 
 def build(s: RunSettings, seeds: list[int]) -> tuple[StackParams, Draw]:
-    """Weights, input and target for each seed: manual_seed, build the model, draw x, draw target.
+    """Weights, input and target for each seed, from the seed's own generator
+    (`torch.Generator().manual_seed(seed)`, the stream `torch.manual_seed(seed)` starts): the
+    blocks as PyTorch's modules draw them, the loss head, then x, then the target.
 
-    Each parameter is allocated once with its seed axis and filled seed by seed.
-    Everything is drawn on the CPU (so a seed gives the same numbers on every device), then moved.
+    Each parameter is allocated once with its seed axis; the seeds are filled in parallel, on
+    as many threads as torch's intra-op thread count (each writes its own slices, so the numbers
+    do not depend on the thread count). Everything is drawn on the CPU (so a seed gives the same
+    numbers on every device), then moved. `Draw.rng` holds each seed's generator after its
+    draws.
     """
     kw = {"dtype": torch_dtype(s.dtype)}
     d, S = s.d_model, len(seeds)
     shapes = _block_shapes(s)
     blocks = [{k: _stacked(S, shape, kw) for k, shape in shapes.items()} for _ in range(s.depth)]
-    scratch = {k: torch.empty(shape, **kw) for k, shape in shapes.items()}
     final = {"ln_w": torch.ones(S, d, **kw), "ln_b": torch.zeros(S, d, **kw)}
     if s.loss == "cross_entropy":
         final["head_w"] = torch.empty(S, s.head_classes, d, **kw)
@@ -148,22 +164,24 @@ def build(s: RunSettings, seeds: list[int]) -> tuple[StackParams, Draw]:
     else:
         target = torch.empty(S, s.batch, s.tokens, d, **kw)
     x = torch.empty(S, s.batch, s.tokens, d, **kw)
-    for i, seed in enumerate(seeds):
-        torch.manual_seed(seed)
+    rng = [torch.Generator().manual_seed(seed) for seed in seeds]
+
+    def draw_seed(i: int) -> None:
+        g, scratch = rng[i], _scratch(s, shapes, kw)
         for b in blocks:
-            _draw_block(s, scratch)
+            _draw_block(s, scratch, g)
             for k, v in b.items():
                 v[i].copy_(scratch[k])
         if s.loss == "cross_entropy":
-            with torch.no_grad():
-                nn.Linear.reset_parameters(
-                    SimpleNamespace(weight=final["head_w"][i], bias=final["head_b"][i])
-                )
-        x[i].normal_()
+            _linear_init(final["head_w"][i], final["head_b"][i], g)
+        x[i].normal_(generator=g)
         if s.loss == "cross_entropy":
-            target[i].random_(s.head_classes)
+            target[i].random_(s.head_classes, generator=g)
         else:
-            target[i].normal_()
+            target[i].normal_(generator=g)
+
+    with ThreadPoolExecutor(min(S, torch.get_num_threads())) as pool:
+        list(pool.map(draw_seed, range(S)))
 
     def leaf(t: Tensor) -> Tensor:
         return t.to(s.device).requires_grad_(True)
@@ -172,7 +190,7 @@ def build(s: RunSettings, seeds: list[int]) -> tuple[StackParams, Draw]:
         [{k: leaf(v) for k, v in b.items()} for b in blocks],
         {k: leaf(v) for k, v in final.items()},
     )
-    return params, Draw(x.to(s.device), target.to(s.device))
+    return params, Draw(x.to(s.device), target.to(s.device), rng)
 
 
 def linear(x: Tensor, w: Tensor, b: Tensor) -> Tensor:

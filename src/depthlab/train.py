@@ -49,26 +49,14 @@ class CharModel:
 
 
 def build_model(s: RunSettings, seeds: list[int]) -> CharModel:
-    """Per seed: `build` (manual_seed, blocks, final norm, head), then from the same RNG stream
-    the character embedding ~ N(0, 1); the position embedding starts at zero."""
+    """Per seed: `build` (blocks, final norm, head, then its x and target), then from the same
+    RNG stream the character embedding ~ N(0, 1); the position embedding starts at zero."""
     kw = {"dtype": torch_dtype(s.dtype)}
-    stacks, embeds = [], []
-    for seed in seeds:
-        params, _ = build(s, [seed])
-        stacks.append(params)
-        embeds.append(torch.randn(s.head_classes, s.d_model, **kw))
-
-    def cat(tensors: list[Tensor]) -> Tensor:
-        return torch.cat([t.detach() for t in tensors]).to(s.device).requires_grad_(True)
-
-    stack = StackParams(
-        [{k: cat([p.blocks[layer][k] for p in stacks]) for k in stacks[0].blocks[layer]}
-         for layer in range(s.depth)],
-        {k: cat([p.final[k] for p in stacks]) for k in stacks[0].final},
-    )
-    embed = torch.stack(embeds).to(s.device).requires_grad_(True)
-    pos = torch.zeros(len(seeds), s.tokens, s.d_model, device=s.device, **kw).requires_grad_(True)
-    return CharModel(embed, pos, stack)
+    stack, draw = build(s, seeds)
+    embed = torch.stack([torch.randn(s.head_classes, s.d_model, generator=g, **kw)
+                         for g in draw.rng])
+    pos = torch.zeros(len(seeds), s.tokens, s.d_model, device=s.device, **kw)
+    return CharModel(embed.to(s.device).requires_grad_(True), pos.requires_grad_(True), stack)
 
 
 def embed_tokens(model: CharModel, ids: Tensor) -> Tensor:
