@@ -14,6 +14,7 @@ from pathlib import Path
 
 import yaml
 
+from depthlab.grid import study_jobs
 from depthlab.targets import TARGETS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -68,15 +69,13 @@ def dag_build(work: Path, cells: int = 5000) -> list[dict]:
     startup = snakemake(work, "-n", "--configfile", "small.yaml")
     rows = []
     for layout, pack in LAYOUTS.items():
-        (work / f"{layout}.yaml").write_text(
-            yaml.safe_dump(big_grid(n_depths, pack), sort_keys=False))
+        config = big_grid(n_depths, pack)
+        jobs = study_jobs(config)
+        (work / f"{layout}.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
         dry_run = snakemake(work, "-n", "--configfile", f"{layout}.yaml")
-        job = "_".join(f"{k}-{v}" for k, v in (("placement", "pre"), ("depth", n_depths))
-                       if k not in pack)
-        one = snakemake(work, "-n", f"results/runs/stack96/grad/{job}.parquet",
-                        "--configfile", f"{layout}.yaml")
-        rows.append({"layout": layout, "cells": 3 * n_depths,
-                     "jobs": 3 * n_depths // (3 if pack else 1), "startup_s": startup,
+        one = snakemake(work, "-n", jobs[-1].shard, "--configfile", f"{layout}.yaml")
+        rows.append({"layout": layout, "cells": sum(len(j.cells) for j in jobs),
+                     "jobs": len(jobs), "startup_s": startup,
                      "dry_run_s": dry_run, "dag_s": dry_run - startup, "one_job_s": one})
     return rows
 

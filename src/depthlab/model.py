@@ -126,9 +126,10 @@ def _draw_block(s: RunSettings, w: dict[str, Tensor], g: torch.Generator) -> Non
 def _scratch(s: RunSettings, shapes: dict[str, tuple[int, ...]], kw: dict) -> dict[str, Tensor]:
     """One seed's block parameters, contiguous; with torch_mha wq, wk, wv are views of one
     packed (3d, d) in-projection, as in nn.MultiheadAttention."""
-    scratch = {k: torch.empty(shape, **kw) for k, shape in shapes.items()}
+    packed = ("wq", "wk", "wv")
+    scratch = {k: torch.empty(shape, **kw) for k, shape in shapes.items() if k not in packed}
     scratch["in_proj"] = torch.empty(3 * s.d_model, s.d_model, **kw)
-    scratch.update(zip(("wq", "wk", "wv"), scratch["in_proj"].chunk(3), strict=True))
+    scratch.update(zip(packed, scratch["in_proj"].chunk(3), strict=True))
     return scratch
 
 
