@@ -1,15 +1,20 @@
 # depthlab: what depth does to a transformer stack, measured reproducibly.
-# Stages: measure (fan-out) -> aggregate -> fit -> render, and the claims ledger. See README.md and config/README.md.
+# Stages: measure (fan-out) -> fit (per arm) -> render, and the claims ledger. See README.md and
+# config/README.md; docs/ARCHITECTURE.md says where each thing is defined.
 from snakemake.utils import min_version
 
 min_version("9.0")
 
+# this workflow's own folder: the paths below are built from it, so the workflow also works as
+# a module of another workflow (README.md, "Use depthlab in your own workflow")
+DEPTHLAB = workflow.current_basedir
 
-# the full study unless the command line gives a config file (--configfile config/tiny.yaml);
-# `--config key=value` alone (e.g. corpus_path=...) still reads it
+
+# the full study unless the command line or a host workflow gives a config with `studies`
+# (--configfile config/tiny.yaml); `--config key=value` alone (e.g. threads=1) still reads it
 if "studies" not in config:
 
-    configfile: "config/config.yaml"
+    configfile: f"{DEPTHLAB}/config/config.yaml"
 
 
 # common.smk validates the config (one line naming the bad key and value, then exit) first

@@ -9,11 +9,11 @@ from collections.abc import Callable
 
 import torch
 
-from depthlab import model, probes
-from depthlab.cost import layer_flops
-from depthlab.measure import forward_backward, run_pass
-from depthlab.reference import per_seed_loop
-from depthlab.settings import RunSettings
+from depthlab.core import model, probes
+from depthlab.core.measure import forward_backward, run_pass
+from depthlab.core.reference import per_seed_loop
+from depthlab.pipeline.cost import layer_flops
+from depthlab.pipeline.settings import RunSettings
 
 
 def _sync(device: str) -> None:
@@ -54,7 +54,7 @@ def cell_flops(s: RunSettings) -> float:
 
 
 def measure_path(s: RunSettings) -> dict[str, float]:
-    """Seconds of the stages of depthlab.measure.run_pass on one cell, all seeds in one pass:
+    """Seconds of the stages of depthlab.core.measure.run_pass on one cell, all seeds in one pass:
     build (weights, inputs), forward_backward (with the gradient-norm hooks), probes."""
     out = {}
     start = time.perf_counter()
@@ -70,7 +70,7 @@ def measure_path(s: RunSettings) -> dict[str, float]:
 
 
 def naive_loop(s: RunSettings) -> float:
-    """Seconds of the same cell done the straightforward way (depthlab.reference)."""
+    """Seconds of the same cell done the straightforward way (depthlab.core.reference)."""
     return timed(lambda: per_seed_loop(s), s.device)
 
 

@@ -20,8 +20,8 @@ import pandas as pd
 import torch
 
 from benchmarks import compute, plot, workflow
-from depthlab.runtime import start_compute_job
-from depthlab.settings import RunSettings
+from depthlab.core.runtime import start_compute_job
+from depthlab.pipeline.settings import RunSettings
 
 OUT = workflow.ROOT / "results/benchmarks"
 # the stack96 L=96 Pre-LN cell at the study's defaults
@@ -46,7 +46,7 @@ def cell_rows(s: RunSettings, repeats: int) -> tuple[list[dict], list[dict]]:
     n_loop = max(1, repeats // 2)
     rows = [{"path": "per_seed_loop", "pass": "plain_allocator",
              "total_s": compute.naive_loop(loop_cell)} for _ in range(n_loop)]
-    start_compute_job(torch.get_num_threads())  # as every measure job does (depthlab.runtime)
+    start_compute_job(torch.get_num_threads())  # as every measure job does (depthlab.core.runtime)
     passes = [compute.measure_path(s) for _ in range(repeats + 1)]
     rows += [{"path": "measure", "pass": "cold" if i == 0 else "warm", **p,
               "total_s": sum(p.values())} for i, p in enumerate(passes)]

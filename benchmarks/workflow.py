@@ -14,8 +14,8 @@ from pathlib import Path
 
 import yaml
 
-from depthlab.grid import study_jobs
-from depthlab.targets import TARGETS
+from depthlab.pipeline.grid import study_jobs
+from depthlab.studies import TARGETS
 
 ROOT = Path(__file__).resolve().parents[1]
 COPIED = ("Snakefile", "workflow", "config", "src", "envs", "profiles")

@@ -11,10 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from depthlab.core.corpus import fetch_corpus
+from depthlab.pipeline.corpus import CORPUS_SHA256, SHIPPED
+
 ROOT = Path(__file__).resolve().parents[1]
 SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
-# the local copy of the training corpus (tests and CI have no internet)
-CORPUS = ROOT.parent / "shared" / "data" / "tinyshakespeare.txt"
+# the training corpus shipped with the project (compressed), and a small one of the tests' own
+SHIPPED_CORPUS = ROOT / SHIPPED
+SMALL_CORPUS = ROOT / "tests" / "data" / "corpus_small.txt"
 
 
 def run_snakemake(workdir: Path, *args: str, check: bool = True, timeout: int = 900):
@@ -25,10 +29,13 @@ def run_snakemake(workdir: Path, *args: str, check: bool = True, timeout: int = 
     )
 
 
+WORKFLOW_PARTS = ("Snakefile", "workflow", "config", "profiles", "src", "envs", "data")
+
+
 def copy_workflow(dest: Path, source: Path = ROOT) -> Path:
-    """A fresh copy of the workflow (Snakefile, workflow/, config/, profiles/, src/, envs/) of
-    this repository, or of another copy `source`."""
-    for name in ("Snakefile", "workflow", "config", "profiles", "src", "envs"):
+    """A fresh copy of the workflow (WORKFLOW_PARTS) of this repository, or of another copy
+    `source`."""
+    for name in WORKFLOW_PARTS:
         src = source / name
         if src.is_dir():
             shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
@@ -58,6 +65,13 @@ def edited(base: dict, edits: dict) -> dict:
 def tiny_run(tmp_path_factory) -> Path:
     """The tiny study run end to end once; returns its working directory."""
     workdir = copy_workflow(tmp_path_factory.mktemp("tiny"))
-    run_snakemake(workdir, "--cores", "2", "--configfile", "config/tiny.yaml",
-                  "--config", f"corpus_path={CORPUS}")
+    run_snakemake(workdir, "--cores", "2", "--configfile", "config/tiny.yaml")
     return workdir
+
+
+@pytest.fixture(scope="session")
+def corpus_file(tmp_path_factory) -> Path:
+    """The shipped Tiny Shakespeare, decompressed and sha256-checked."""
+    path = tmp_path_factory.mktemp("corpus") / "tinyshakespeare.txt"
+    fetch_corpus(path, SHIPPED_CORPUS, CORPUS_SHA256)
+    return path

@@ -14,10 +14,11 @@ import pytest
 import yaml
 from conftest import DELETE, ROOT, edited, run_snakemake
 
-from depthlab import monitor, stack96
-from depthlab.claims import ClaimError, evaluate, ledger, to_html, to_markdown, verdict
-from depthlab.claims_schema import NOTES, ClaimsError, check_claims, load_claims
-from depthlab.targets import TARGETS
+from depthlab.claims.ledger import ClaimError, evaluate, ledger, to_html, to_markdown, verdict
+from depthlab.claims.schema import NOTES, ClaimsError, check_claims, load_claims
+from depthlab.studies import TARGETS
+from depthlab.studies.monitor import fit as monitor
+from depthlab.studies.stack96 import fit as stack96
 
 CLAIMS = ROOT / "config/claims.yaml"
 
@@ -221,14 +222,16 @@ def ratio_table(exponents: dict[int, float], seeds=(0, 1, 2)) -> pd.DataFrame:
 
 def test_grad_ratio_depth_exponent_and_bend():
     # log-log slope -0.5 up to L = 48, then -2: the bend at 48 is -1.5, at 24 it is 0
-    trend = stack96.ratio_depth_trend(ratio_table({6: 0, 24: -0.5, 48: -0.5, 96: -2.0}))
+    table = ratio_table({6: 0, 24: -0.5, 48: -0.5, 96: -2.0})
+    trend = stack96.ratio_depth_trend(table, stack96.variants(table, {"grad": ["depth"]}))
     bend = trend[trend["quantity"] == "grad_ratio_bend"].set_index("depth")
     assert bend.loc[48, "mean"] == pytest.approx(-1.5)
     assert bend.loc[24, "mean"] == pytest.approx(0, abs=1e-12)
     assert bend.loc[48, "n_seeds"] == 3 and set(bend["variant"]) == {"baseline"}
     exponent = trend[trend["quantity"] == "grad_ratio_depth_exponent"]
     assert len(exponent) == 1 and exponent["mean"].iloc[0] < -0.5
-    assert stack96.ratio_depth_trend(ratio_table({6: 0})).empty  # one depth: no trend
+    one = ratio_table({6: 0})
+    assert stack96.ratio_depth_trend(one, stack96.variants(one, {})).empty  # one depth: none
 
 
 def test_monitor_growth_exponent_and_branch_ratio_slope():

@@ -10,8 +10,9 @@ import torch
 import yaml
 from conftest import DELETE, ROOT, copy_workflow, edited, run_snakemake
 
-from depthlab.settings import ConfigError
-from depthlab.validate import check_config
+from depthlab.claims.schema import load_claims
+from depthlab.pipeline.settings import ConfigError
+from depthlab.pipeline.validate import check_config
 
 SCHEMA = ROOT / "workflow/schemas/config.schema.yaml"
 MISSING_FIT = str(ROOT / "tests/data/claims_missing_fit.yaml")  # an entry with fit: nosuchstudy
@@ -80,6 +81,14 @@ CASES = [
     ("settings_empty", {SETTINGS: None}, ["studies.rel.settings=None", "a mapping"]),
     ("study_name_with_dash", {STUDY: DELETE, ("studies", "my-study"): GOOD["studies"]["rel"]},
      ["'my-study'", "must match"]),
+    ("study_name_with_underscore_beside_a_good_one",
+     {("studies", "my_study"): GOOD["studies"]["rel"]}, ["name 'my_study' must match"]),
+    ("analysis_tolerance_nan", {(*STUDY, "analysis"): {"omega_tolerance": math.nan}},
+     ["studies.rel.analysis.omega_tolerance=nan", "finite"]),
+    ("analysis_preserved_within_nan", {(*STUDY, "analysis"): {"preserved_within": math.nan}},
+     ["studies.rel.analysis.preserved_within=nan", "finite"]),
+    ("setting_nan_in_grid", {(*AXES, "out_scale"): [1, math.nan]},
+     ["studies.rel.arms.a.axes.out_scale[1]=nan", "finite"]),
     ("tokens_one_in_grid", {(*AXES, "tokens"): [1]}, ["tokens=1", "at least 2"]),
     ("analysis_out_of_range", {(*STUDY, "analysis"): {"single_depth": 0}},
      ["analysis.single_depth=0"]),
@@ -101,11 +110,13 @@ def case_id(case) -> str:
 
 @pytest.mark.parametrize("case, edits, fragments", CASES, ids=[case_id(c) for c in CASES])
 def test_bad_config_is_rejected_naming_key_and_value(case, edits, fragments):
-    """What common.smk does at parse time: a ConfigError (which it prints as one line and exits
-    with, before any job) and nothing else; any other exception would reach the user as a
-    traceback."""
+    """What common.smk does at parse time (check the config, then load its claims file): a
+    ConfigError (which it prints as one line and exits with, before any job) and nothing else;
+    any other exception would reach the user as a traceback."""
+    config = bad_config(edits)
     with pytest.raises(ConfigError) as err:
-        check_config(bad_config(edits), SCHEMA)
+        check_config(config, SCHEMA)
+        load_claims(config.get("claims", ROOT / "config/claims.yaml"))
     message = str(err.value)
     assert "\n" not in message
     for fragment in fragments:

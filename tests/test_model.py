@@ -8,10 +8,10 @@ import pytest
 import torch
 from torch import nn
 
-from depthlab.measure import measure_cell
-from depthlab.model import build, forward
-from depthlab.reference import per_seed_loop
-from depthlab.settings import RunSettings
+from depthlab.core.measure import measure_cell
+from depthlab.core.model import build, forward
+from depthlab.core.reference import per_seed_loop
+from depthlab.pipeline.settings import RunSettings
 
 
 def small(**kw) -> RunSettings:

@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 import torch
 
-from depthlab.measure import run_pass
-from depthlab.settings import RunSettings
+from depthlab.core.measure import run_pass
+from depthlab.pipeline.settings import RunSettings
 
 GRADIENT_PROBES = {"grad_norm", "grad_ratio"}
 

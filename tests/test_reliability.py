@@ -25,10 +25,11 @@ import torch
 import yaml
 from conftest import ROOT, SNAKEMAKE, copy_workflow, run_snakemake
 
-from depthlab import io
-from depthlab.codehash import MEASURE_MODULES, PACKAGE_DIR
-from depthlab.grid import study_jobs
-from depthlab.measure import NonFiniteError, measure_job
+from depthlab.core import io
+from depthlab.core.measure import measure_job
+from depthlab.core.records import NonFiniteError
+from depthlab.pipeline.codehash import MEASURE_CODE, PACKAGE_DIR, TRAIN_CODE
+from depthlab.pipeline.grid import study_jobs
 
 pytestmark = pytest.mark.workflow
 
@@ -65,7 +66,7 @@ def planned_jobs(dry_run_output: str) -> dict[str, int]:
 def copy_codehash(workdir: Path):
     """The codehash module of a workflow copy (hashes that copy's src/depthlab)."""
     spec = importlib.util.spec_from_file_location(
-        f"codehash_{abs(hash(workdir))}", workdir / "src/depthlab/codehash.py")
+        f"codehash_{abs(hash(workdir))}", workdir / "src/depthlab/pipeline/codehash.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -96,7 +97,8 @@ def test_same_config_gives_the_same_numbers(tiny_run, tmp_path):
 
 
 def test_adding_a_depth_leaves_existing_cells_unchanged():
-    """Seeds are seed_offset + index (depthlab.grid.run_seed), not a function of the grid."""
+    """Seeds are seed_offset + index (depthlab.pipeline.settings.run_seed), not a function of
+    the grid."""
     before = study_jobs(small_config(depths=(2, 3)))
     after = study_jobs(small_config(depths=(4, 2, 3)))
     for old, new in zip(before, after, strict=True):
@@ -165,7 +167,7 @@ def test_atomic_path_leaves_no_file_when_killed_mid_write(tmp_path):
     target = tmp_path / "out.parquet"
     code = (
         "import os, signal, sys\n"
-        "from depthlab.io import atomic_path\n"
+        "from depthlab.core.io import atomic_path\n"
         "with atomic_path(sys.argv[1]) as tmp:\n"
         "    tmp.write_bytes(b'PAR1' * 1000)\n"
         "    os.kill(os.getpid(), signal.SIGKILL)\n"
@@ -220,14 +222,14 @@ def test_probe_edit_reruns_measurements_figure_edit_does_not(tmp_path):
     dry = ("-n", "--configfile", name)
     assert planned_jobs(run_snakemake(work, *dry).stdout) == {}
 
-    for module in ("figures", "stack96_figures"):
+    for module in ("analysis/style", "studies/stack96/figures"):
         path = work / f"src/depthlab/{module}.py"
         edit_function(path, next(n.name for n in ast.parse(path.read_text()).body
                                  if isinstance(n, ast.FunctionDef)))
     assert "measure" not in planned_jobs(run_snakemake(work, *dry).stdout)
 
     before = io.read_meta(work / "results/runs/rel/a/placement-pre.parquet")
-    probes = work / "src/depthlab/probes.py"
+    probes = work / "src/depthlab/core/probes.py"
     edit_function(probes, first_probe(probes))
     assert planned_jobs(run_snakemake(work, *dry).stdout).get("measure") == 1
 
@@ -236,30 +238,34 @@ def test_probe_edit_reruns_measurements_figure_edit_does_not(tmp_path):
     run_snakemake(work, shard, "--cores", "1", "--configfile", name)
     after = io.read_meta(work / shard)
     assert after["measure_code_hash"] != before["measure_code_hash"]
-    assert after["measure_code_hash"] == copy_codehash(work).code_hash(MEASURE_MODULES)
+    assert after["measure_code_hash"] == copy_codehash(work).code_hash(MEASURE_CODE)
 
 
-def imported_modules(module: str) -> set[str]:
-    """The depthlab modules `module` imports, transitively (read from the source)."""
-    seen, todo = set(), [module]
+def imported_files(path: str) -> set[str]:
+    """The package files (paths relative to it) that the module at `path` imports,
+    transitively, itself included (read from the source)."""
+    seen, todo = set(), [path]
     while todo:
-        name = todo.pop()
-        if name in seen:
+        rel = todo.pop()
+        if rel in seen:
             continue
-        seen.add(name)
-        for node in ast.walk(ast.parse((PACKAGE_DIR / f"{name}.py").read_text())):
-            if isinstance(node, ast.ImportFrom) and node.module and \
-                    node.module.startswith("depthlab"):
-                parts = node.module.split(".")[1:] or [a.name for a in node.names]
-                todo += [p for p in parts if (PACKAGE_DIR / f"{p}.py").exists()]
+        seen.add(rel)
+        for node in ast.walk(ast.parse((PACKAGE_DIR / rel).read_text())):
+            names = []
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("depthlab"):
+                names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
             elif isinstance(node, ast.Import):
-                todo += [a.name.split(".")[1] for a in node.names
-                         if a.name.startswith("depthlab.")]
+                names = [a.name for a in node.names if a.name.startswith("depthlab.")]
+            for name in names:
+                file = Path(*name.split(".")[1:]).with_suffix(".py")
+                if name != "depthlab" and (PACKAGE_DIR / file).is_file():
+                    todo.append(str(file))
     return seen
 
 
-def test_measure_code_hash_covers_every_module_a_measurement_imports():
-    assert imported_modules("measure") <= set(MEASURE_MODULES)
+def test_code_hashes_cover_every_module_a_measurement_or_training_imports():
+    assert imported_files("core/measure.py") <= set(MEASURE_CODE)
+    assert imported_files("core/train.py") <= set(TRAIN_CODE)
 
 
 # 5. numerical faults
@@ -300,7 +306,7 @@ def test_every_parquet_carries_provenance(tiny_run):
         assert meta["torch_version"] == torch.__version__
         assert meta["python_version"] == platform.python_version()
         assert meta["depthlab_code_hash"] == hashes.code_hash()
-        assert meta["measure_code_hash"] == hashes.code_hash(MEASURE_MODULES)
+        assert meta["measure_code_hash"] == hashes.code_hash(MEASURE_CODE)
         assert re.fullmatch(r"[0-9a-f]{16}", meta["config_hash"]), path
         if "runs" in path.parts:
             frame = pd.read_parquet(path, columns=["dtype", "device"])
@@ -315,8 +321,12 @@ def test_tables_and_fits_inherit_their_inputs_config(tiny_run):
         expected = io.inherited([io.read_meta(p) for p in shards])
         assert {k: table[k] for k in io.INHERITED_KEYS} == expected
         assert table["shards"] == str(len(shards))
-        fit = io.read_meta(tiny_run / f"results/fits/{study}.parquet")
-        assert {k: fit[k] for k in io.INHERITED_KEYS} == expected
+        for arm_fit in sorted((tiny_run / f"results/fits/{study}").glob("*.parquet")):
+            arm = arm_fit.stem
+            arm_shards = sorted((tiny_run / f"results/runs/{study}/{arm}").glob("*.parquet"))
+            fit = io.read_meta(arm_fit)
+            assert {k: fit[k] for k in io.INHERITED_KEYS} == io.inherited(
+                [io.read_meta(p) for p in arm_shards]), arm
 
 
 def test_provenance_json_summarises_the_run(tiny_run):

@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 import torch
 
-from depthlab.model import Trace, build, forward
-from depthlab.probes import block_independence, omega, stream_stats
-from depthlab.settings import RunSettings
-from depthlab.theory096 import formula_abs, independent_abs, omega_sq
+from depthlab.analysis.omega import formula_abs, independent_abs, omega_sq
+from depthlab.core.model import Trace, build, forward
+from depthlab.core.probes import block_independence, omega, stream_stats
+from depthlab.pipeline.settings import RunSettings
 
 S, N, D, L = 4, 32, 256, 32
 

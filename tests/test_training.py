@@ -1,26 +1,20 @@
-"""Training on Tiny Shakespeare: the corpus checksum, a short run, probes on saved weights."""
+"""Training on Tiny Shakespeare: the corpus and its checksum, a short run, probes on saved
+weights."""
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 
 import numpy as np
 import pandas as pd
 import pytest
 import torch
-from conftest import CORPUS, copy_workflow, run_snakemake
+from conftest import SHIPPED_CORPUS, SMALL_CORPUS, copy_workflow, run_snakemake
 
-from depthlab.corpus import (
-    CORPUS_SHA256,
-    CorpusError,
-    fetch_corpus,
-    read_corpus,
-    split,
-    unigram_entropy,
-)
-from depthlab.measure import _rows
-from depthlab.settings import ConfigError, RunSettings
-from depthlab.train import (
+from depthlab.core.corpus import CorpusError, fetch_corpus, read_corpus, split, unigram_entropy
+from depthlab.core.records import pass_rows
+from depthlab.core.train import (
     build_model,
     fixed_batches,
     load_weights,
@@ -30,14 +24,14 @@ from depthlab.train import (
     train_cell,
     windows,
 )
-from depthlab.training_config import TrainSettings, training_arms
-
-needs_corpus = pytest.mark.skipif(not CORPUS.is_file(), reason=f"no corpus at {CORPUS}")
+from depthlab.pipeline.corpus import CORPUS_SHA256
+from depthlab.pipeline.settings import ConfigError, RunSettings
+from depthlab.pipeline.train_settings import TrainSettings, training_arms
 
 
 @pytest.fixture(scope="module")
-def corpus():
-    ids, vocab = read_corpus(CORPUS)
+def corpus(corpus_file):
+    ids, vocab = read_corpus(corpus_file)
     return ids, vocab
 
 
@@ -52,20 +46,31 @@ def test_corpus_checksum_mismatch_fails_and_leaves_nothing(tmp_path):
     bad.write_text("To be, or not to be\n")
     dest = tmp_path / "resources" / "tinyshakespeare.txt"
     with pytest.raises(CorpusError, match="sha256 mismatch"):
-        fetch_corpus(dest, bad)
+        fetch_corpus(dest, bad, CORPUS_SHA256)
     assert not dest.exists()
     with pytest.raises(CorpusError, match="is not a file"):
-        fetch_corpus(dest, tmp_path / "missing.txt")
+        fetch_corpus(dest, tmp_path / "missing.txt", CORPUS_SHA256)
 
 
-@needs_corpus
-def test_corpus_copy_matches_and_encodes(tmp_path, corpus):
+def test_another_corpus_is_taken_with_its_own_checksum(tmp_path):
+    sha = hashlib.sha256(SMALL_CORPUS.read_bytes()).hexdigest()
     dest = tmp_path / "corpus.txt"
-    fetch_corpus(dest, CORPUS, sha256=CORPUS_SHA256)
-    assert dest.stat().st_size == 1_115_394
+    fetch_corpus(dest, SMALL_CORPUS, sha)
+    assert dest.read_bytes() == SMALL_CORPUS.read_bytes()
+    ids, vocab = read_corpus(dest)
+    assert "".join(vocab[i] for i in ids) == SMALL_CORPUS.read_text()
+    url = SMALL_CORPUS.resolve().as_uri()  # a URL is downloaded the same way
+    fetch_corpus(tmp_path / "from_url.txt", url, sha)
+    assert (tmp_path / "from_url.txt").read_bytes() == SMALL_CORPUS.read_bytes()
+
+
+def test_shipped_corpus_decompresses_to_tiny_shakespeare(corpus_file, corpus):
+    assert corpus_file.stat().st_size == 1_115_394
+    assert hashlib.sha256(corpus_file.read_bytes()).hexdigest() == CORPUS_SHA256
+    assert SHIPPED_CORPUS.stat().st_size < 400_000  # xz: a third of the text
     ids, vocab = corpus
     assert len(vocab) == 65 and len(ids) == 1_115_394
-    assert "".join(vocab[i] for i in ids[:10]) == CORPUS.read_text()[:10]
+    assert "".join(vocab[i] for i in ids[:10]) == corpus_file.read_text()[:10]
     train, val = split(ids, 0.1)
     assert len(val) == pytest.approx(0.1 * len(ids), abs=1)
     # a uniform distribution over 65 characters would give ln 65 = 4.17 nats
@@ -95,7 +100,7 @@ def test_train_settings_are_checked():
         TrainSettings.from_mapping({"step": 10})
     config = {"studies": {"t": {"settings": {"loss": "mse"}, "training": {},
                                 "arms": {"a": {"axes": {"depth": [2]}}}}}}
-    from depthlab.grid import study_jobs
+    from depthlab.pipeline.grid import study_jobs
     with pytest.raises(ConfigError, match="cross_entropy"):
         training_arms(config, study_jobs(config))
 
@@ -109,7 +114,6 @@ def test_schedule_warms_up_then_decays():
     assert TrainSettings(steps=5, schedule="constant").lr_factor(0) == 1
 
 
-@needs_corpus
 @pytest.mark.parametrize("placement", ["pre", "post"])
 def test_five_steps_lower_the_training_loss(corpus, placement):
     ids, _ = corpus
@@ -127,7 +131,6 @@ def test_five_steps_lower_the_training_loss(corpus, placement):
     assert frame["value"].notna().all()
 
 
-@needs_corpus
 def test_probes_on_a_checkpoint_equal_probes_on_the_loaded_weights(tmp_path, corpus):
     ids, _ = corpus
     s = tiny(placement="post", depth=3)
@@ -138,7 +141,7 @@ def test_probes_on_a_checkpoint_equal_probes_on_the_loaded_weights(tmp_path, cor
     _, val = split(ids, ts.val_fraction)
     _, probe_ids = fixed_batches(torch.as_tensor(val), s, ts)
     probes, loss = probe_model(loaded, probe_ids, s)
-    fresh = _rows(probes, s.seed_list(), loss)
+    fresh = pass_rows(probes, s.seed_list(), loss)
     logged = result.frame[result.frame["step"] == 5].merge(
         fresh, on=["seed", "layer", "sublayer", "metric"], suffixes=("", "_fresh"))
     assert len(logged) == len(fresh) > 0
@@ -148,7 +151,6 @@ def test_probes_on_a_checkpoint_equal_probes_on_the_loaded_weights(tmp_path, cor
     assert all(t.grad is None for t in loaded.leaves())
 
 
-@needs_corpus
 def test_batched_seeds_train_as_if_alone(corpus):
     """Summed per-seed losses and element-wise AdamW: seed 1 trained beside seed 0 equals seed 1
     trained alone (float64)."""
@@ -167,7 +169,6 @@ def test_batched_seeds_train_as_if_alone(corpus):
 
 
 @pytest.mark.workflow
-@needs_corpus
 def test_training_study_of_the_tiny_run(tiny_run):
     table = pd.read_parquet(tiny_run / "results/tables/training.parquet")
     val = table[table["metric"] == "val_loss"]

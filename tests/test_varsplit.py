@@ -8,12 +8,13 @@ import pandas as pd
 import pytest
 import torch
 
-from depthlab import varsplit
-from depthlab.calibrate import branch_scales, calibrate, calibrated_arms
-from depthlab.grid import study_jobs
-from depthlab.measure import measure_cell
-from depthlab.model import build, forward
-from depthlab.settings import ConfigError, RunSettings
+from depthlab.core.calibrate import branch_scales, calibrate
+from depthlab.core.measure import measure_cell
+from depthlab.core.model import build, forward
+from depthlab.pipeline.calibration import calibrated_arms
+from depthlab.pipeline.grid import study_jobs
+from depthlab.pipeline.settings import ConfigError, RunSettings
+from depthlab.studies.varsplit import fit as varsplit
 
 
 def small(**kw) -> RunSettings:
@@ -153,7 +154,7 @@ def test_fit_slopes_ratios_and_crossover_match_direct_computation():
     frame = measure_cell(small(depth=8, seeds=4))
     for key, value in {"study": "varsplit", "arm": "base", "job": "all", "label": "x"}.items():
         frame[key] = value
-    fits = varsplit.fit(frame)
+    fits = varsplit.fit(frame, {})
 
     def q(name):
         return fits[fits["quantity"] == name].iloc[0]

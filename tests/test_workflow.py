@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from depthlab.io import read_meta
-from depthlab.targets import TARGETS
+from depthlab.core.io import read_meta
+from depthlab.studies import TARGETS
 
 pytestmark = pytest.mark.workflow
 

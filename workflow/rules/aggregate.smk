@@ -1,17 +1,17 @@
-# Collect the shards of one study into one tidy table.
+# Collect the shards of one study into one tidy table (results/tables/<study>.parquet).
 
 
 rule aggregate:
     input:
-        study_shards,
+        lambda w: shards(w.study),
     output:
         "results/tables/{study}.parquet",
     log:
         "logs/aggregate/{study}.log",
     localrule: True
     conda:
-        "../../envs/depthlab.yaml"
+        "../envs/depthlab.yaml"
     params:
-        code=PACKAGE_CODE,
+        code=BASE_HASH,
     script:
         "../scripts/aggregate.py"

@@ -1,12 +1,12 @@
 # Arms with `calibrate_from`: per-layer, per-branch residual scales from another arm's run, then
-# the arm's cells measured again with them (depthlab.calibrate).
-from depthlab.calibrate import calibrated_arms
+# the arm's cells measured again with them (depthlab.core.calibrate).
+from depthlab.pipeline.calibration import calibrated_arms
+from depthlab.pipeline.codehash import CALIBRATED_CODE
 
 try:
     CALIBRATED = calibrated_arms(config, JOBS)
 except ConfigError as err:
     sys.exit(f"config error: {err}")
-CALIBRATED_CODE = code_hash((*MEASURE_MODULES, "calibrate"))
 
 
 rule calibrate:
@@ -18,9 +18,9 @@ rule calibrate:
         "logs/calibrate/{study}/{arm}/{job}.log",
     localrule: True
     conda:
-        "../../envs/depthlab.yaml"
+        "../envs/depthlab.yaml"
     params:
-        code=PACKAGE_CODE,
+        code=code_hash(CALIBRATED_CODE),
     script:
         "../scripts/calibrate.py"
 
@@ -38,14 +38,14 @@ rule measure_calibrated:
     wildcard_constraints:
         arm="|".join(sorted({arm for _, arm in CALIBRATED})) or "(?!)",
     conda:
-        "../../envs/depthlab.yaml"
+        "../envs/depthlab.yaml"
     threads: config["threads"]
     resources:
         mem_mb=measure_mem_mb,
         runtime=measure_runtime,
     params:
         cells=job_cells,
-        code=CALIBRATED_CODE,
+        code=code_hash(CALIBRATED_CODE),
     script:
         "../scripts/measure.py"
 

@@ -5,7 +5,7 @@ rule claims:
     """every numeric claim of the four notes, measured, with a verdict (results/claims.md)"""
     input:
         claims=config["claims"],
-        fits=expand("results/fits/{study}.parquet", study=CLAIM_FITS),
+        fits=[path for study in CLAIM_FITS for path in study_fits(study)],
     output:
         parquet="results/claims.parquet",
         md="results/claims.md",
@@ -20,9 +20,9 @@ rule claims:
         "logs/claims.log",
     localrule: True
     conda:
-        "../../envs/depthlab.yaml"
+        "../envs/depthlab.yaml"
     params:
-        code=PACKAGE_CODE,
+        code=CLAIMS_HASH,
     message:
         "claims: the ledger of the notes' claims, measured, with verdicts"
     script:

@@ -9,34 +9,42 @@ from snakemake.utils import validate
 
 # the package in this workflow's src/ is the one hashed below AND the one jobs import
 # (scripts otherwise import whatever `pip install -e` points at)
-sys.path.insert(0, f"{workflow.basedir}/src")
+sys.path.insert(0, f"{DEPTHLAB}/src")
 os.environ.update(
     PYTHONPATH=os.pathsep.join(
-        [f"{workflow.basedir}/src", *filter(None, [os.environ.get("PYTHONPATH")])]
+        [f"{DEPTHLAB}/src", *filter(None, [os.environ.get("PYTHONPATH")])]
     )
 )
 
-from depthlab import cost
-from depthlab.claims_schema import load_claims
-from depthlab.codehash import MEASURE_MODULES, code_hash
-from depthlab.settings import ConfigError
-from depthlab.targets import TARGETS
-from depthlab.validate import check_config
+from depthlab.claims.schema import load_claims
+from depthlab.pipeline import cost
+from depthlab.pipeline.codehash import BASE, MEASURE_CODE, code_hash, study_code_hash
+from depthlab.pipeline.settings import ConfigError
+from depthlab.pipeline.validate import check_config
+from depthlab.studies import TARGETS
 
-SCHEMA = f"{workflow.basedir}/workflow/schemas/config.schema.yaml"
-# the default claims file is checked too (validate() below would fill it in only afterwards)
-config.setdefault("claims", "config/claims.yaml")
+SCHEMA = f"{DEPTHLAB}/workflow/schemas/config.schema.yaml"
+# the default claims file (this workflow's own), checked too (validate() fills defaults later)
+config.setdefault("claims", os.path.relpath(f"{DEPTHLAB}/config/claims.yaml"))
 try:
     JOBS = {(j.study, j.arm, j.job): j for j in check_config(config, SCHEMA)}
+    CLAIMS = load_claims(config["claims"])
 except ConfigError as err:
     sys.exit(f"config error: {err}")  # one line, no traceback, before any job runs
 validate(config, SCHEMA)  # passes now; fills the schema's defaults
 
-MEASURE_CODE = code_hash(MEASURE_MODULES)
-PACKAGE_CODE = code_hash()
-STUDY_TARGETS = [t for t in TARGETS if t.study in config["studies"]]
+MEASURE_HASH = code_hash(MEASURE_CODE)
+BASE_HASH = code_hash(BASE)
+STUDY_HASH = {study: study_code_hash(study) for study in config["studies"]}
+CLAIMS_HASH = code_hash((*BASE, "claims"))
+# the arms of each study, in config order
+ARMS = {study: list(spec["arms"]) for study, spec in config["studies"].items()}
+# each target of a configured study that reads at least one configured arm
+STUDY_TARGETS = [
+    t for t in TARGETS if t.study in config["studies"] and t.arms(ARMS[t.study])
+]
 # the fits the claims ledger reads: its studies that this config fits (none: no ledger)
-CLAIMED = {entry["measure"].get("fit") for entry in load_claims(config["claims"])}
+CLAIMED = {entry["measure"].get("fit") for entry in CLAIMS}
 CLAIM_FITS = sorted(CLAIMED & {t.study for t in STUDY_TARGETS})
 CLAIMS_OUTPUTS = ["results/claims.parquet", "results/claims.md", "results/claims.html"]
 
@@ -55,24 +63,28 @@ def signature_cached(fn):
     return fn
 
 
+def job_of(wildcards):
+    """The measure or train job a rule's wildcards name."""
+    return JOBS[(wildcards.study, wildcards.arm, wildcards.job)]
+
+
 @signature_cached
 def job_cells(wildcards):
     """The cells of one measure job as a sorted JSON string (a change reruns the job)."""
-    return JOBS[(wildcards.study, wildcards.arm, wildcards.job)].cells_json()
+    return job_of(wildcards).cells_json()
 
 
 @signature_cached
 def measure_mem_mb(wildcards, attempt):
-    """Memory request of one measure job in MB (depthlab.cost.mem_mb), more on each retry."""
-    return cost.mem_mb(JOBS[(wildcards.study, wildcards.arm, wildcards.job)], attempt)
+    """Memory request of one measure job in MB (depthlab.pipeline.cost.mem_mb), more on each
+    retry."""
+    return cost.mem_mb(job_of(wildcards), attempt)
 
 
 @signature_cached
 def measure_runtime(wildcards, attempt):
-    """Runtime request of one measure job in minutes (depthlab.cost.runtime_min)."""
-    return cost.runtime_min(
-        JOBS[(wildcards.study, wildcards.arm, wildcards.job)], attempt
-    )
+    """Runtime request of one measure job in minutes (depthlab.pipeline.cost.runtime_min)."""
+    return cost.runtime_min(job_of(wildcards), attempt)
 
 
 def job_training(wildcards):
@@ -82,19 +94,68 @@ def job_training(wildcards):
     return json.dumps(dataclasses.asdict(settings), sort_keys=True)
 
 
-def study_shards(wildcards):
-    """Every shard of one study."""
-    return [j.shard for j in JOBS.values() if j.study == wildcards.study]
+def shards(study, arms=None):
+    """The shards of a study's jobs, of the given arms only if named."""
+    return [
+        j.shard
+        for j in JOBS.values()
+        if j.study == study and (arms is None or j.arm in arms)
+    ]
+
+
+def arm_fit(study, arm):
+    return f"results/fits/{study}/{arm}.parquet"
+
+
+def study_fits(study):
+    """The fits of every arm of a study."""
+    return [arm_fit(study, arm) for arm in ARMS[study]]
+
+
+def arm_axes(wildcards):
+    """The axis names of every arm of the study, as sorted JSON (the fit reads them)."""
+    arms = config["studies"][wildcards.study]["arms"]
+    return json.dumps(
+        {arm: list(spec["axes"]) for arm, spec in arms.items()}, sort_keys=True
+    )
+
+
+def target_fits(target):
+    """The fits a target reads: one per arm it reads."""
+    return [arm_fit(target.study, arm) for arm in target.arms(ARMS[target.study])]
+
+
+def seeds_of(target):
+    """The seed counts of the cells a target reads, e.g. '6' or '6, 12'."""
+    arms = set(target.arms(ARMS[target.study]))
+    counts = {
+        c.settings.seeds
+        for j in JOBS.values()
+        if j.study == target.study and j.arm in arms
+        for c in j.cells
+    }
+    return ", ".join(map(str, sorted(counts)))
+
+
+def claims_testing(target):
+    """The ids of the claims measured on the arms a target reads (for its report caption)."""
+    arms = set(target.arms(ARMS[target.study]))
+    return [
+        e["id"]
+        for e in CLAIMS
+        if e["measure"].get("fit") == target.study
+        and e["measure"]["where"].get("arm") in arms
+    ]
 
 
 def provenance_inputs():
-    """Every Parquet file the default target makes: each job's shard, each study's table, and
-    the fits of the studies that have targets."""
+    """Every Parquet file the default target makes: each job's shard, each study's table, the
+    fits of every arm of the studies that have targets, and the ledger."""
     fitted = sorted({t.study for t in STUDY_TARGETS})
     return (
         [j.shard for j in JOBS.values()]
         + [f"results/tables/{study}.parquet" for study in config["studies"]]
-        + [f"results/fits/{study}.parquet" for study in fitted]
+        + [path for study in fitted for path in study_fits(study)]
         + (["results/claims.parquet"] if CLAIM_FITS else [])
     )
 
@@ -108,12 +169,13 @@ def all_targets():
 
 def report_outputs(target):
     """A target's outputs, the one the report shows (a figure's PNG, a table's HTML page)
-    wrapped in report() under its note's category with its caption."""
+    wrapped in report() under its note's category; its caption is the declaration's
+    (workflow/report/target.rst renders params.caption)."""
     shown = "png" if target.kind == "figure" else "html"
     outputs = dict(target.outputs)
     outputs[shown] = report(
         outputs[shown],
-        caption=f"../report/{target.name}.rst",
+        caption="../report/target.rst",
         category=target.study,
         subcategory=f"{target.kind}s",
         labels={"name": target.name, "type": target.kind},

@@ -1,17 +1,19 @@
-# Per-seed statistics, then across seeds: medians, spreads, CIs, exponents, budgets.
+# Per-seed statistics, then across seeds: medians, spreads, CIs, exponents, budgets; one fit per
+# arm, so a table or figure depends only on the arms it reads.
 
 
 rule fit:
     input:
-        "results/tables/{study}.parquet",
+        lambda w: shards(w.study, [w.arm]),
     output:
-        "results/fits/{study}.parquet",
+        "results/fits/{study}/{arm}.parquet",
     log:
-        "logs/fit/{study}.log",
+        "logs/fit/{study}/{arm}.log",
     localrule: True
     conda:
-        "../../envs/depthlab.yaml"
+        "../envs/depthlab.yaml"
     params:
-        code=PACKAGE_CODE,
+        axes=arm_axes,
+        code=lambda w: STUDY_HASH[w.study],
     script:
         "../scripts/fit.py"

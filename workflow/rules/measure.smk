@@ -9,13 +9,13 @@ rule measure:
     benchmark:
         "results/benchmarks/measure/{study}/{arm}/{job}.tsv"
     conda:
-        "../../envs/depthlab.yaml"
+        "../envs/depthlab.yaml"
     threads: config["threads"]
     resources:
         mem_mb=measure_mem_mb,
         runtime=measure_runtime,
     params:
         cells=job_cells,
-        code=MEASURE_CODE,
+        code=MEASURE_HASH,
     script:
         "../scripts/measure.py"

@@ -11,9 +11,9 @@ rule provenance:
         "logs/provenance.log",
     localrule: True
     conda:
-        "../../envs/depthlab.yaml"
+        "../envs/depthlab.yaml"
     params:
         config=json.dumps(config, sort_keys=True),
-        code=PACKAGE_CODE,
+        code=BASE_HASH,
     script:
         "../scripts/provenance.py"

@@ -1,6 +1,6 @@
-# One named rule per table and figure (catalogue: src/depthlab/targets.py). In the report
-# (`snakemake --report`) each figure's PNG and each table's HTML page sit under their note's
-# category, with the caption workflow/report/<rule name>.rst.
+# One named rule per table and figure, declared in its study (src/depthlab/studies/<study>/
+# targets.py): its fits, its outputs, its caption. In the report (`snakemake --report`) each
+# figure's PNG and each table's HTML page sit under their note's category.
 
 for target in STUDY_TARGETS:
 
@@ -8,22 +8,30 @@ for target in STUDY_TARGETS:
         name:
             target.name
         input:
-            f"results/fits/{target.study}.parquet",
+            target_fits(target),
         output:
             **report_outputs(target),
         log:
             f"logs/render/{target.name}.log",
         localrule: True
         conda:
-            "../../envs/depthlab.yaml"
+            "../envs/depthlab.yaml"
         params:
             name=target.name,
-            analysis=config["studies"][target.study].get("analysis", {}),
-            code=PACKAGE_CODE,
+            options={
+                k: v
+                for k, v in config["studies"][target.study].get("analysis", {}).items()
+                if k in target.options
+            },
+            caption=target.caption,
+            seeds=seeds_of(target),
+            tests=", ".join(claims_testing(target)) or "none",
+            code=STUDY_HASH[target.study],
         message:
             target.description
         script:
             "../scripts/render.py"
 
-    # the description `snakemake --list-target-rules` prints beside the name
-    workflow.get_rule(target.name).docstring = target.description
+    # the description `snakemake --list-target-rules` prints beside the name (found under its
+    # own name also when a host workflow renames the rules: `use rule * ... as prefix_*`)
+    getattr(rules, target.name).rule.docstring = target.description

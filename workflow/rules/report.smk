@@ -12,7 +12,7 @@ rule docs_figures:
         "logs/docs_figures.log",
     localrule: True
     conda:
-        "../../envs/depthlab.yaml"
+        "../envs/depthlab.yaml"
     message:
         "docs_figures: the README's key figures, copied to docs/figures/"
     script:

@@ -1,32 +1,37 @@
 # Training studies (a `training:` block): the corpus, then one train job per (study, arm, job id)
-# in place of measure; its shard feeds the same aggregate -> fit -> render stages.
-from depthlab.corpus import CORPUS_SHA256, CORPUS_URL
-from depthlab.training_config import TRAIN_MODULES, training_arms
+# in place of measure; its shard feeds the same fit -> render stages.
+from depthlab.pipeline.codehash import TRAIN_CODE
+from depthlab.pipeline.corpus import CORPUS_SHA256, SHIPPED
+from depthlab.pipeline.train_settings import training_arms
 
 try:
     TRAINING = training_arms(config, JOBS.values())
 except ConfigError as err:
     sys.exit(f"config error: {err}")  # one line, as common.smk does
 
-TRAIN_CODE = code_hash(TRAIN_MODULES)
 # a regex no study name matches when no study trains
 TRAINING_STUDIES = "|".join(sorted({study for study, _ in TRAINING})) or "(?!)"
+# the shipped corpus is the corpus rule's input unless the config names another source
+OTHER_CORPUS = config.get("corpus_url") or config.get("corpus_path")
+SHIPPED_CORPUS = [] if OTHER_CORPUS else f"{DEPTHLAB}/{SHIPPED}"
 
 
-# The corpus comes from config `corpus_path` (read by the script, so that naming the same file
-# differently reruns nothing) or else from the URL; the sha256 is checked either way.
+# The corpus: config `corpus_url` or `corpus_path` (read by the script, so that naming the same
+# file differently reruns nothing), else the copy shipped in data/ (no network). Its text's
+# sha256 is checked either way (`corpus_sha256` for another corpus).
 rule corpus:
-    """Tiny Shakespeare from corpus_path or its URL, sha256-checked"""
+    """the training corpus (default: the shipped Tiny Shakespeare), sha256-checked"""
+    input:
+        SHIPPED_CORPUS,
     output:
         "resources/tinyshakespeare.txt",
     log:
         "logs/corpus.log",
     localrule: True
     conda:
-        "../../envs/depthlab.yaml"
+        "../envs/depthlab.yaml"
     params:
-        url=CORPUS_URL,
-        sha256=CORPUS_SHA256,
+        sha256=config.get("corpus_sha256") or CORPUS_SHA256,
     script:
         "../scripts/fetch_corpus.py"
 
@@ -45,14 +50,14 @@ rule train:
     wildcard_constraints:
         study=TRAINING_STUDIES,
     conda:
-        "../../envs/depthlab.yaml"
+        "../envs/depthlab.yaml"
     threads: config["threads"]
     resources:
         mem_mb=4000,
     params:
         cells=job_cells,
         training=job_training,
-        code=TRAIN_CODE,
+        code=code_hash(TRAIN_CODE),
     script:
         "../scripts/train_job.py"
 

@@ -2,8 +2,8 @@
 
 import pandas as pd
 
-from depthlab.io import inherited, provenance, read_meta, write_parquet
-from depthlab.logs import to_file
+from depthlab.core.io import inherited, provenance, read_meta, write_parquet
+from depthlab.core.logs import to_file
 
 to_file(snakemake.log[0])
 frame = pd.concat([pd.read_parquet(p) for p in snakemake.input], ignore_index=True)

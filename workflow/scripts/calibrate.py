@@ -2,9 +2,9 @@
 
 import pandas as pd
 
-from depthlab.calibrate import calibrate
-from depthlab.io import inherited, provenance, read_meta, write_parquet
-from depthlab.logs import to_file
+from depthlab.core.calibrate import calibrate
+from depthlab.core.io import inherited, provenance, read_meta, write_parquet
+from depthlab.core.logs import to_file
 
 to_file(snakemake.log[0])
 source = snakemake.input[0]

@@ -2,8 +2,8 @@
 
 import shutil
 
-from depthlab.io import atomic_path
-from depthlab.logs import to_file
+from depthlab.core.io import atomic_path
+from depthlab.core.logs import to_file
 
 to_file(snakemake.log[0])
 for source, dest in zip(snakemake.input, snakemake.output, strict=True):

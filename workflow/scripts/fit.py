@@ -1,12 +1,16 @@
-"""Adapter: fit one study's aggregated table into results/fits/<study>.parquet."""
+"""Adapter: fit one arm's shards into results/fits/<study>/<arm>.parquet with its study's fit."""
+
+import importlib
+import json
 
 import pandas as pd
 
-from depthlab.fitting import fit_study
-from depthlab.io import inherited, provenance, read_meta, write_parquet
-from depthlab.logs import to_file
+from depthlab.core.io import inherited, provenance, read_meta, write_parquet
+from depthlab.core.logs import to_file
 
 to_file(snakemake.log[0])
-table = pd.read_parquet(snakemake.input[0])
-meta = provenance(inherited([read_meta(snakemake.input[0])]))
-write_parquet(fit_study(snakemake.wildcards.study, table), snakemake.output[0], meta)
+study = snakemake.wildcards.study
+fit = importlib.import_module(f"depthlab.studies.{study}.fit").fit
+table = pd.concat([pd.read_parquet(p) for p in snakemake.input], ignore_index=True)
+meta = provenance(inherited([read_meta(p) for p in snakemake.input]))
+write_parquet(fit(table, json.loads(snakemake.params.axes)), snakemake.output[0], meta)

@@ -5,12 +5,13 @@ import time
 
 import pandas as pd
 
-from depthlab.calibrate import branch_scales
-from depthlab.grid import Job
-from depthlab.io import config_hash, provenance, write_parquet
-from depthlab.logs import to_file
-from depthlab.measure import measure_job
-from depthlab.runtime import start_compute_job
+from depthlab.core.calibrate import branch_scales
+from depthlab.core.io import job_provenance, write_parquet
+from depthlab.core.logs import Progress, to_file
+from depthlab.core.measure import measure_job
+from depthlab.core.runtime import start_compute_job
+from depthlab.pipeline import cost
+from depthlab.pipeline.grid import Job
 
 to_file(snakemake.log[0])
 start_compute_job(snakemake.threads)
@@ -21,15 +22,12 @@ logging.info("measuring %d cells of %s/%s/%s", len(job.cells), job.study, job.ar
 calibration = snakemake.input.get("calibration")
 scales = branch_scales(pd.read_parquet(calibration)) if calibration else None
 started = time.perf_counter()
-frame = measure_job(job, scales)
+# one progress line per cell on the console, the time left estimated by the cells' FLOPs
+weights = [cost.cell_flops(c.settings) for c in job.cells]
+progress = Progress(f"{job.study}/{job.arm}/{job.job}", weights)
+frame = measure_job(job, scales, progress.step)
 # benchmarks/ reads this line: the job's compute time against its wall time (start-up share)
 logging.info("compute_s=%.3f", time.perf_counter() - started)
-first = job.cells[0].settings
-meta = provenance({
-    "config_hash": config_hash(snakemake.params.cells),
-    "dtype": first.dtype,
-    "device": first.device,
-    "threads": snakemake.threads,
-})
+meta = job_provenance(job, snakemake.params.cells, snakemake.threads)
 write_parquet(frame, snakemake.output[0], meta)
 logging.info("wrote %d rows", len(frame))

@@ -2,8 +2,8 @@
 
 import json
 
-from depthlab.io import run_summary, write_text
-from depthlab.logs import to_file
+from depthlab.core.io import run_summary, write_text
+from depthlab.core.logs import to_file
 
 to_file(snakemake.log[0])
 summary = run_summary(list(snakemake.input), snakemake.params.config)

@@ -1,10 +1,9 @@
-"""Adapter: draw one named table or figure from its study's fits."""
+"""Adapter: draw one declared table or figure from the fits of the arms it reads."""
 
-import pandas as pd
-
-from depthlab.logs import to_file
-from depthlab.render import render
+from depthlab.analysis.render import render
+from depthlab.core.logs import to_file
+from depthlab.studies import BY_NAME
 
 to_file(snakemake.log[0])
-fits = pd.read_parquet(snakemake.input[0])
-render(snakemake.params.name, fits, dict(snakemake.params.analysis), dict(snakemake.output.items()))
+target = BY_NAME[snakemake.params.name]
+render(target, list(snakemake.input), dict(snakemake.params.options), dict(snakemake.output))

@@ -1,0 +1,1 @@
+"""Statistics across seeds, row selection from fit tables, table writing and plotting style."""

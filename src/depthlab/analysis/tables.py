@@ -1,0 +1,52 @@
+"""Writing a rendered table as Markdown, CSV and HTML (atomically)."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+import pandas as pd
+
+from depthlab.core.io import write_text
+
+
+def fmt(value: float, digits: int = 3) -> str:
+    """A number with `digits` significant figures (scientific outside [1e-3, 1e4))."""
+    if pd.isna(value):
+        return "—"
+    if value != 0 and not 1e-3 <= abs(value) < 1e4:
+        return f"{value:.{digits - 1}e}"
+    return f"{value:.{digits}g}"
+
+
+def spread(lo: float, hi: float, digits: int = 3) -> str:
+    """A seed range as '[lo, hi]'."""
+    return f"[{fmt(lo, digits)}, {fmt(hi, digits)}]"
+
+
+HTML_STYLE = """<meta charset="utf-8"><style>
+.depthlab {font-family: sans-serif; font-size: 13px; border-collapse: collapse;}
+.depthlab td, .depthlab th {border: 1px solid #ccc; padding: 3px 6px; text-align: right;}
+.depthlab th {background: #eee;}
+</style>"""
+
+
+def table_html(shown: pd.DataFrame, title: str, note: str = "") -> str:
+    """An HTML page of a formatted table with its title and note (for the Snakemake report)."""
+    body = shown.to_html(index=False, border=0, classes="depthlab", escape=True)
+    text = f"{HTML_STYLE}\n<h3>{html.escape(title)}</h3>\n{body}\n"
+    return text + (f"<p>{html.escape(note)}</p>\n" if note else "")
+
+
+def write_table(table: pd.DataFrame, md_path: str | Path, csv_path: str | Path, title: str,
+                note: str = "", html_path: str | Path | None = None) -> None:
+    """Write `table` as CSV (full precision), as a Markdown page with a title and a note, and
+    (given `html_path`) as the same page in HTML."""
+    write_text(table.to_csv(index=False), csv_path)
+    shown = table.map(lambda v: fmt(v) if isinstance(v, float) else v)
+    text = f"# {title}\n\n{shown.to_markdown(index=False)}\n"
+    if note:
+        text += f"\n{note}\n"
+    write_text(text, md_path)
+    if html_path is not None:
+        write_text(table_html(shown, title, note), html_path)

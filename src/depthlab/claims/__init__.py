@@ -1,0 +1,1 @@
+"""The claims ledger: the schema of config/claims.yaml and the verdict rules."""

@@ -1,0 +1,1 @@
+"""The model, placements at work, probes, measurement, training, corpus, records and I/O."""

@@ -1,0 +1,115 @@
+"""Measure one grid cell: all its seeds, batched, into a tidy table of per-seed probe values."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from collections.abc import Callable
+
+import pandas as pd
+import torch
+
+from depthlab.core.model import Draw, StackParams, Trace, build, forward, per_seed_loss
+from depthlab.core.probes import Probe, backward, run_probes
+from depthlab.core.records import check_finite, pass_rows, tag
+from depthlab.pipeline.grid import Job
+from depthlab.pipeline.settings import RunSettings
+
+log = logging.getLogger(__name__)
+
+
+def check_device(device: str) -> None:
+    """Fail early with a clear message when `cuda` is asked for but no GPU is visible here
+    (on a cluster: the job landed on a node without a GPU, or asked for none)."""
+    if device == "cuda" and not torch.cuda.is_available():
+        build = "a CPU-only build" if torch.version.cuda is None else f"CUDA {torch.version.cuda}"
+        raise RuntimeError(
+            f"device='cuda' was requested but torch {torch.__version__} ({build}) sees no CUDA "
+            f"device on host {socket.gethostname()} (CUDA_VISIBLE_DEVICES="
+            f"{os.environ.get('CUDA_VISIBLE_DEVICES')!r}); run on a GPU node (Slurm: "
+            "--profile profiles/slurm --workflow-profile profiles/slurm-gpu) or set device: cpu"
+        )
+
+
+def seed_chunks(s: RunSettings) -> list[list[int]]:
+    """The cell's seeds split into batches of `seed_batch` (0 = all seeds in one pass)."""
+    seeds = s.seed_list()
+    size = s.seed_batch or len(seeds)
+    return [seeds[i : i + size] for i in range(0, len(seeds), size)]
+
+
+BranchScales = list[tuple[float, float]]
+
+
+def forward_backward(
+    params: StackParams, draw: Draw, s: RunSettings, branch_scales: BranchScales | None = None
+) -> tuple[Trace, torch.Tensor]:
+    """The forward pass and, unless grad_of is 'none', the backward pass the probes read;
+    returns the trace and the per-seed losses (S,)."""
+    if s.grad_of == "input":
+        draw.x.requires_grad_(True)
+    with torch.set_grad_enabled(s.grad_of != "none"):
+        y, trace = forward(params, draw.x, s, branch_scales)
+        if s.grad_of == "input":
+            for t in trace.stream:
+                t.retain_grad()
+        loss = per_seed_loss(y, params, draw, s)
+    if s.grad_of != "none":
+        backward(loss, params, trace, s)
+    return trace, loss
+
+
+def run_pass(
+    s: RunSettings, seeds: list[int], branch_scales: BranchScales | None = None
+) -> tuple[list[Probe], torch.Tensor]:
+    """Build, forward, backward (none with grad_of 'none') and probe one batch of seeds;
+    returns probes and losses (S,).
+
+    branch_scales[l] = (alpha_attn, alpha_mlp) of block l+1 replaces the uniform residual_scale
+    (see model.forward); the scales applied are recorded as metric branch_scale."""
+    params, draw = build(s, seeds)
+    trace, loss = forward_backward(params, draw, s, branch_scales)
+    probes = run_probes(params, trace, s)
+    if branch_scales is not None:
+        applied = torch.tensor(branch_scales, dtype=torch.float64).T.unsqueeze(1)  # (2, 1, L)
+        layers = list(range(1, s.depth + 1))
+        probes += [
+            Probe("branch_scale", sub, layers, applied[i].expand(len(seeds), -1))
+            for i, sub in enumerate(("attn", "mlp"))
+        ]
+    return probes, loss.detach()
+
+
+def measure_cell(
+    s: RunSettings, cell: str = "", branch_scales: BranchScales | None = None
+) -> pd.DataFrame:
+    """Every probe of every seed of one cell, one row per (seed, layer, sublayer, metric),
+    with each setting as a column. Raises NonFiniteError naming the cell and seed on NaN/inf."""
+    check_device(s.device)
+    parts = []
+    for seeds in seed_chunks(s):
+        probes, loss = run_pass(s, seeds, branch_scales)
+        frame = pass_rows(probes, seeds, loss)
+        check_finite(frame, cell)
+        parts.append(frame)
+        log.info("%s: seeds %s done", cell, seeds)
+    frame = pd.concat(parts, ignore_index=True)
+    for key, value in s.as_columns().items():
+        frame[key] = value
+    return frame
+
+
+def measure_job(job: Job, branch_scales: dict[str, BranchScales] | None = None,
+                done: Callable[[str], None] | None = None) -> pd.DataFrame:
+    """All cells of one job, tagged with study, arm, job and cell label columns;
+    branch_scales, if given, holds the per-layer branch scales of every cell by its label;
+    done(label), if given, is called as each cell finishes (a progress line)."""
+    frames = []
+    for cell in job.cells:
+        scales = None if branch_scales is None else branch_scales[cell.label]
+        frame = measure_cell(cell.settings, f"{job.study}/{job.arm}/{cell.label}", scales)
+        frames.append(tag(frame, job.study, job.arm, job.job, cell.label))
+        if done is not None:
+            done(cell.label)
+    return pd.concat(frames, ignore_index=True)

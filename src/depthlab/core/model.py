@@ -1,0 +1,312 @@
+"""A seed-batched transformer stack: every weight carries a leading seed axis S.
+
+All seeds of a cell run in one pass with batched matmuls (`torch.baddbmm`), so the per-seed
+Python and dispatch overhead of a loop over small matrices is paid once. Seed s of the batch is
+exactly the model that `torch.manual_seed(seed_s)` followed by building PyTorch modules gives.
+
+Each block is its placement's block function (depthlab.pipeline.placements) run on the
+sublayer operations of `BlockOps`. Pre-LN and Post-LN equal
+`nn.TransformerEncoderLayer(norm_first=True/False)` with the same weights and dropout 0 (tested).
+"""
+
+from __future__ import annotations
+
+import math
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from depthlab.pipeline.placements import PLACEMENTS
+from depthlab.pipeline.settings import RunSettings
+
+BLOCK_WEIGHTS = ("wq", "wk", "wv", "wo", "w1", "w2")
+BLOCK_PARAMS = BLOCK_WEIGHTS + (
+    "bq", "bk", "bv", "bo", "b1", "b2", "ln1_w", "ln1_b", "ln2_w", "ln2_b"
+)
+
+
+def torch_dtype(name: str) -> torch.dtype:
+    return {"float64": torch.float64, "float32": torch.float32}[name]
+
+
+@dataclass
+class StackParams:
+    """Leaf tensors of a seed-batched stack: blocks[l][name] has shape (S, ...)."""
+
+    blocks: list[dict[str, Tensor]]
+    final: dict[str, Tensor]
+
+    def leaves(self) -> list[Tensor]:
+        return [t for b in self.blocks for t in b.values()] + list(self.final.values())
+
+
+@dataclass
+class Draw:
+    """One seed-batch of inputs: x (S, B, T, d) and targets (S, B, T, d) or (S, B, T) ints."""
+
+    x: Tensor
+    target: Tensor
+    rng: list[torch.Generator] = field(default_factory=list)  # each seed's stream after its draws
+
+
+@dataclass
+class Trace:
+    """Named hook points of one forward pass, all of shape (S, N, d) with N = batch * tokens.
+
+    stream[l] is the residual stream after block l (stream[0] is the input), mid[l-1] the
+    stream between the two sublayers of block l, attn[l-1]/mlp[l-1] the branch outputs of
+    block l before any residual scale or norm, head_input the tensor the loss head reads.
+    """
+
+    stream: list[Tensor] = field(default_factory=list)
+    mid: list[Tensor] = field(default_factory=list)
+    attn: list[Tensor] = field(default_factory=list)
+    mlp: list[Tensor] = field(default_factory=list)
+    head_input: Tensor | None = None
+    block_grad_sq: Tensor | None = None  # (S, L) squared gradient norm per block (probes.backward)
+
+
+def _block_shapes(s: RunSettings) -> dict[str, tuple[int, ...]]:
+    """Shape of each block parameter of one seed, in PyTorch's module construction order."""
+    d, f = s.d_model, s.ffn_mult * s.d_model
+    shapes: dict[str, tuple[int, ...]] = {}
+    for name, (n_out, n_in) in {
+        "q": (d, d), "k": (d, d), "v": (d, d), "o": (d, d), "1": (f, d), "2": (d, f)
+    }.items():
+        shapes[f"w{name}"], shapes[f"b{name}"] = (n_out, n_in), (n_out,)
+    for ln in ("ln1", "ln2"):
+        shapes[f"{ln}_w"], shapes[f"{ln}_b"] = (d,), (d,)
+    return shapes
+
+
+def _linear_init(weight: Tensor, bias: Tensor, g: torch.Generator) -> None:
+    """`nn.Linear.reset_parameters` drawing from generator `g`: weight and bias
+    ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)) (kaiming_uniform_ with a = sqrt(5))."""
+    nn.init.kaiming_uniform_(weight, a=math.sqrt(5), generator=g)
+    bound = 1 / math.sqrt(weight.shape[1])
+    nn.init.uniform_(bias, -bound, bound, generator=g)
+
+
+def _draw_block(s: RunSettings, w: dict[str, Tensor], g: torch.Generator) -> None:
+    """Fill one seed's block parameters `w` (contiguous, one seed's shapes) in place from `g`,
+    drawing exactly what building PyTorch's modules would draw, in their order."""
+    if s.init == "fan_in":
+        # weights ~ N(0, 1/fan_in), biases zero: each linear map preserves variance
+        for name in ("q", "k", "v", "o", "1", "2"):
+            weight = w[f"w{name}"]
+            weight.normal_(generator=g).div_(math.sqrt(weight.shape[1]))
+            w[f"b{name}"].zero_()
+    else:
+        if s.attention == "torch_mha":
+            # nn.MultiheadAttention: out_proj is built first (an nn.Linear), then the packed
+            # in-projection gets xavier_uniform_ and both biases zero
+            _linear_init(w["wo"], w["bo"], g)
+            w["bo"].zero_()
+            nn.init.xavier_uniform_(w["in_proj"], generator=g)
+            for name in "qkv":
+                w[f"b{name}"].zero_()
+            linears = ("1", "2")
+        else:
+            linears = ("q", "k", "v", "o", "1", "2")
+        for name in linears:
+            _linear_init(w[f"w{name}"], w[f"b{name}"], g)
+    if s.out_scale != 1.0:
+        w["wo"].mul_(s.out_scale)
+        w["w2"].mul_(s.out_scale)
+    for ln in ("ln1", "ln2"):
+        w[f"{ln}_w"].fill_(1.0)
+        w[f"{ln}_b"].zero_()
+
+
+def _scratch(s: RunSettings, shapes: dict[str, tuple[int, ...]], kw: dict) -> dict[str, Tensor]:
+    """One seed's block parameters, contiguous; with torch_mha wq, wk, wv are views of one
+    packed (3d, d) in-projection, as in nn.MultiheadAttention."""
+    packed = ("wq", "wk", "wv")
+    scratch = {k: torch.empty(shape, **kw) for k, shape in shapes.items() if k not in packed}
+    scratch["in_proj"] = torch.empty(3 * s.d_model, s.d_model, **kw)
+    scratch.update(zip(packed, scratch["in_proj"].chunk(3), strict=True))
+    return scratch
+
+
+def _stacked(S: int, shape: tuple[int, ...], kw: dict) -> Tensor:
+    """An uninitialised (S, *shape) tensor; a weight (S, out, in) is laid out as (S, in, out) in
+    memory, so `w.transpose(1, 2)` in `linear` is contiguous and autograd hands back its
+    gradient without a strided copy."""
+    if len(shape) == 2:
+        return torch.empty(S, shape[1], shape[0], **kw).transpose(1, 2)
+    return torch.empty(S, *shape, **kw)
+
+
+def build(s: RunSettings, seeds: list[int]) -> tuple[StackParams, Draw]:
+    """Weights, input and target for each seed, from the seed's own generator
+    (`torch.Generator().manual_seed(seed)`, the stream `torch.manual_seed(seed)` starts): the
+    blocks as PyTorch's modules draw them, the loss head, then x, then the target.
+
+    Each parameter is allocated once with its seed axis; the seeds are filled in parallel, on
+    as many threads as torch's intra-op thread count (each writes its own slices, so the numbers
+    do not depend on the thread count). Everything is drawn on the CPU (so a seed gives the same
+    numbers on every device), then moved. `Draw.rng` holds each seed's generator after its
+    draws.
+    """
+    kw = {"dtype": torch_dtype(s.dtype)}
+    d, S = s.d_model, len(seeds)
+    shapes = _block_shapes(s)
+    blocks = [{k: _stacked(S, shape, kw) for k, shape in shapes.items()} for _ in range(s.depth)]
+    final = {"ln_w": torch.ones(S, d, **kw), "ln_b": torch.zeros(S, d, **kw)}
+    if s.loss == "cross_entropy":
+        final["head_w"] = torch.empty(S, s.head_classes, d, **kw)
+        final["head_b"] = torch.empty(S, s.head_classes, **kw)
+        target = torch.empty(S, s.batch, s.tokens, dtype=torch.int64)
+    else:
+        target = torch.empty(S, s.batch, s.tokens, d, **kw)
+    x = torch.empty(S, s.batch, s.tokens, d, **kw)
+    rng = [torch.Generator().manual_seed(seed) for seed in seeds]
+
+    def draw_seed(i: int) -> None:
+        g, scratch = rng[i], _scratch(s, shapes, kw)
+        for b in blocks:
+            _draw_block(s, scratch, g)
+            for k, v in b.items():
+                v[i].copy_(scratch[k])
+        if s.loss == "cross_entropy":
+            _linear_init(final["head_w"][i], final["head_b"][i], g)
+        x[i].normal_(generator=g)
+        if s.loss == "cross_entropy":
+            target[i].random_(s.head_classes, generator=g)
+        else:
+            target[i].normal_(generator=g)
+
+    with ThreadPoolExecutor(min(S, torch.get_num_threads())) as pool:
+        list(pool.map(draw_seed, range(S)))
+
+    def leaf(t: Tensor) -> Tensor:
+        return t.to(s.device).requires_grad_(True)
+
+    params = StackParams(
+        [{k: leaf(v) for k, v in b.items()} for b in blocks],
+        {k: leaf(v) for k, v in final.items()},
+    )
+    return params, Draw(x.to(s.device), target.to(s.device), rng)
+
+
+def linear(x: Tensor, w: Tensor, b: Tensor) -> Tensor:
+    """Seed-batched x @ w.T + b: x (S, N, in), w (S, out, in), b (S, out) -> (S, N, out)."""
+    return torch.baddbmm(b.unsqueeze(1), x, w.transpose(1, 2))
+
+
+def layer_norm(x: Tensor, w: Tensor, b: Tensor, eps: float = 1e-5) -> Tensor:
+    """LayerNorm over the last axis with a per-seed affine w, b of shape (S, d)."""
+    return torch.addcmul(b.unsqueeze(1), F.layer_norm(x, x.shape[-1:], eps=eps), w.unsqueeze(1))
+
+
+def attention(x: Tensor, p: dict[str, Tensor], s: RunSettings) -> Tensor:
+    """Multi-head self-attention of x (S, N, d), N = batch * tokens, with bias on all maps."""
+    S, N, d = x.shape
+    h, dh = s.heads, d // s.heads
+
+    def heads(t: Tensor) -> Tensor:
+        return t.view(S * s.batch, s.tokens, h, dh).transpose(1, 2)
+
+    q, k, v = (heads(linear(x, p[f"w{n}"], p[f"b{n}"])) for n in "qkv")
+    o = F.scaled_dot_product_attention(q, k, v, is_causal=s.causal)
+    o = o.transpose(1, 2).reshape(S, N, d)
+    return linear(o, p["wo"], p["bo"])
+
+
+def mlp(x: Tensor, p: dict[str, Tensor], s: RunSettings) -> Tensor:
+    """The feed-forward branch W2 act(W1 x + b1) + b2."""
+    act = F.relu_ if s.activation == "relu" else F.gelu  # in place: baddbmm's grad needs no output
+    return linear(act(linear(x, p["w1"], p["b1"])), p["w2"], p["b2"])
+
+
+def _join(x: Tensor, skip: float, branch: Tensor, scale: float) -> Tensor:
+    """skip * x + scale * branch, skipping multiplications by 1 (same numbers, less memory)."""
+    x = x if skip == 1.0 else skip * x
+    if scale == 1.0:
+        return x + branch
+    return torch.add(x, branch, alpha=scale)
+
+
+@dataclass
+class BlockOps:
+    """The sublayer operations a placement's block function is written against (see
+    depthlab.pipeline.placements) for one block: its parameters p, the settings, the branch
+    scales (a_attn, a_mlp) and the trace that records mid, attn and mlp."""
+
+    p: dict[str, Tensor]
+    s: RunSettings
+    scale: tuple[float, float]
+    trace: Trace
+
+    def attn(self, x: Tensor) -> Tensor:
+        a = attention(x, self.p, self.s)
+        self.trace.attn.append(a)
+        return a
+
+    def mlp(self, x: Tensor) -> Tensor:
+        m = mlp(x, self.p, self.s)
+        self.trace.mlp.append(m)
+        return m
+
+    def norm(self, name: str, x: Tensor) -> Tensor:
+        return layer_norm(x, self.p[f"{name}_w"], self.p[f"{name}_b"])
+
+    def add(self, x: Tensor, branch: Tensor, which: str) -> Tensor:
+        """s.skip_scale * x + the branch times its scale (1 unless the placement scales
+        branches); DeepNorm's alpha is a skip scale."""
+        scaled = PLACEMENTS[self.s.placement].branch_scales
+        scale = self.scale[0 if which == "attn" else 1] if scaled else 1.0
+        return _join(x, self.s.skip_scale, branch, scale)
+
+    def between(self, h: Tensor) -> Tensor:
+        self.trace.mid.append(h)
+        return h
+
+
+def block(
+    x: Tensor, p: dict[str, Tensor], s: RunSettings, scale: tuple[float, float], trace: Trace
+) -> Tensor:
+    """One block of the settings' placement; records mid, attn, mlp into trace. scale=(a_attn,
+    a_mlp) multiplies the branch outputs before they join the stream (placements with
+    branch_scales); s.skip_scale multiplies the skip path of both sublayers."""
+    return PLACEMENTS[s.placement].block(x, BlockOps(p, s, scale, trace))
+
+
+def forward(
+    params: StackParams,
+    x: Tensor,
+    s: RunSettings,
+    branch_scales: list[tuple[float, float]] | None = None,
+) -> tuple[Tensor, Trace]:
+    """Run the stack on x (S, B, T, d); returns the head input (S, N, d) and the trace.
+
+    branch_scales[l] = (alpha_attn, alpha_mlp) of block l+1; default residual_scale for both.
+    """
+    S = x.shape[0]
+    h = x.reshape(S, -1, s.d_model)
+    trace = Trace(stream=[h])
+    uniform = (s.residual_scale, s.residual_scale)
+    for layer, p in enumerate(params.blocks):
+        scale = branch_scales[layer] if branch_scales is not None else uniform
+        h = block(h, p, s, scale, trace)
+        trace.stream.append(h)
+    if s.uses_final_norm:
+        h = layer_norm(h, params.final["ln_w"], params.final["ln_b"])
+    trace.head_input = h
+    return h, trace
+
+
+def per_seed_loss(y: Tensor, params: StackParams, draw: Draw, s: RunSettings) -> Tensor:
+    """The loss of each seed, shape (S,): MSE to N(0,1) targets, or cross-entropy of a linear
+    head against uniform random classes."""
+    S = y.shape[0]
+    if s.loss == "mse":
+        return ((y - draw.target.reshape(S, -1, s.d_model)) ** 2).mean(dim=(1, 2))
+    logits = linear(y, params.final["head_w"], params.final["head_b"])
+    flat = F.cross_entropy(
+        logits.reshape(-1, s.head_classes), draw.target.reshape(-1), reduction="none"
+    )
+    return flat.view(S, -1).mean(dim=1)

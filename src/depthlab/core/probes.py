@@ -1,0 +1,240 @@
+"""Probes: per-seed statistics read from a trace and the gradients after one backward pass.
+
+Each probe returns `Probe` records: a metric name, a sublayer label, the layer indices and a
+(S, n_layers) tensor of values, one row per seed. Layers count blocks from 1; layer 0 is the
+input to the first block. All statistics are dimensionless unless said otherwise (the model's
+activations are in units of the input's standard deviation, which is 1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import pairwise
+
+import torch
+from torch import Tensor
+
+from depthlab.core.model import BLOCK_PARAMS, BLOCK_WEIGHTS, StackParams, Trace
+from depthlab.pipeline.settings import RunSettings
+
+
+@dataclass
+class Probe:
+    metric: str
+    sublayer: str
+    layers: list[int]
+    values: Tensor  # (S, len(layers))
+
+
+def _per_seed(fn, tensors: list[Tensor]) -> Tensor:
+    return torch.stack([fn(t) for t in tensors], dim=1)
+
+
+def _var(t: Tensor) -> Tensor:
+    """Unbiased variance over all entries of each seed's tensor (S, N, d) -> (S,)."""
+    return t.var(dim=(1, 2))
+
+
+def _sd(t: Tensor) -> Tensor:
+    """Unbiased standard deviation over all entries of each seed (as `x.std()` per seed)."""
+    return t.std(dim=(1, 2))
+
+
+def grad_norm(params: StackParams, trace: Trace, s: RunSettings) -> list[Probe]:
+    """The "layer gradient" of block l, per seed, by `grad_of`:
+
+    params:  Frobenius norm of dLoss/dθ over all parameters of the block (attention and FFN
+             weights and biases, both LayerNorm gains and biases); the final LayerNorm and the
+             head belong to no block.
+    weights: the same over the six weight matrices only (Wq, Wk, Wv, Wo, W1, W2).
+    input:   Frobenius norm of dLoss/dx over the block's input stream (all tokens).
+    none:    no gradients were taken; no probe.
+    Also the first/last ratio ||g_1|| / ||g_L||. Units: loss units per parameter unit.
+    """
+    if s.grad_of == "none":
+        return []
+    L = s.depth
+    if s.grad_of == "input":
+        norms = _per_seed(lambda t: t.grad.norm(dim=(1, 2)), trace.stream[:L])
+    else:
+        norms = trace.block_grad_sq.sqrt()
+    ratio = (norms[:, 0] / norms[:, -1]).unsqueeze(1)
+    return [
+        Probe("grad_norm", "block", list(range(1, L + 1)), norms),
+        Probe("grad_ratio", "block", [L], ratio),
+    ]
+
+
+def backward(loss: Tensor, params: StackParams, trace: Trace, s: RunSettings) -> None:
+    """loss.sum().backward(), reading each block's gradient as autograd delivers it.
+
+    With grad_of params or weights, a hook adds the per-seed squared Frobenius norm of each
+    block parameter's gradient (all of them, or the six weight matrices) into
+    trace.block_grad_sq (S, L) and then drops that gradient, so only a block's worth of
+    gradients is alive at a time (less memory to allocate and touch than keeping all of them).
+    """
+    if s.grad_of not in ("params", "weights"):
+        loss.sum().backward()
+        return
+    counted = set(BLOCK_WEIGHTS if s.grad_of == "weights" else BLOCK_PARAMS)
+    sq = torch.zeros(loss.shape[0], s.depth, dtype=loss.dtype, device=loss.device)
+
+    def reader(layer: int, name: str):
+        def read(leaf: Tensor) -> None:
+            if name in counted:
+                dims = tuple(range(1, leaf.grad.ndim))
+                sq[:, layer] += torch.linalg.vector_norm(leaf.grad, dim=dims).square()
+            leaf.grad = None
+        return read
+
+    handles = [
+        leaf.register_post_accumulate_grad_hook(reader(layer, name))
+        for layer, block in enumerate(params.blocks) for name, leaf in block.items()
+    ]
+    try:
+        loss.sum().backward()
+    finally:
+        for handle in handles:
+            handle.remove()
+    trace.block_grad_sq = sq
+
+
+def stream_stats(params: StackParams, trace: Trace, s: RunSettings) -> list[Probe]:
+    """Residual-stream sd and variance after every block (layer 0 = the input), before any final
+    norm; the Pre-LN variance increments delta_attn(l) = Var(h_l) - c^2 Var(x_{l-1}) and
+    delta_mlp(l) = Var(x_l) - c^2 Var(h_l), the variance a branch adds on top of its skip path
+    (c = skip_scale, 1 by default, when they telescope to V_L - V_0); and the variance of each
+    raw branch output."""
+    layers = list(range(s.depth + 1))
+    blocks = list(range(1, s.depth + 1))
+    v_stream = _per_seed(_var, trace.stream)
+    probes = [
+        Probe("stream_sd", "block", layers, v_stream.sqrt()),  # x.std() to 1 ulp
+        Probe("stream_var", "block", layers, v_stream),
+        Probe("branch_var", "attn", blocks, _per_seed(_var, trace.attn)),
+        Probe("branch_var", "mlp", blocks, _per_seed(_var, trace.mlp)),
+        Probe("head_input_sd", "head", [s.depth], _sd(trace.head_input).unsqueeze(1)),
+    ]
+    if s.placement == "pre":
+        v_mid = _per_seed(_var, trace.mid)
+        probes += [
+            Probe("delta", "attn", blocks, v_mid - s.skip_scale**2 * v_stream[:, :-1]),
+            Probe("delta", "mlp", blocks, v_stream[:, 1:] - s.skip_scale**2 * v_mid),
+        ]
+    return probes
+
+
+def token_correlation(x: Tensor, batch: int) -> Tensor:
+    """Mean pairwise cosine between the token vectors of each sequence (off-diagonal mean),
+    averaged over the batch: x (S, batch*T, d) -> (S,). 0 for orthogonal tokens, 1 for equal."""
+    S, N, d = x.shape
+    t = N // batch
+    u = torch.nn.functional.normalize(x.reshape(S, batch, t, d), dim=-1)
+    gram = u @ u.transpose(-1, -2)
+    off = gram.sum(dim=(-1, -2)) - gram.diagonal(dim1=-2, dim2=-1).sum(-1)
+    return (off / (t * (t - 1))).mean(dim=1)
+
+
+def token_corr(params: StackParams, trace: Trace, s: RunSettings) -> list[Probe]:
+    """Mean pairwise token cosine of the stream after every block (layer 0 = the input)."""
+    values = _per_seed(lambda t: token_correlation(t, s.batch), trace.stream)
+    return [Probe("token_corr", "block", list(range(s.depth + 1)), values)]
+
+
+def _rms(t: Tensor) -> Tensor:
+    """Root mean square over all entries of each seed's tensor (S, N, d) -> (S,)."""
+    return t.pow(2).mean(dim=(1, 2)).sqrt()
+
+
+def _corr(a: Tensor, b: Tensor) -> Tensor:
+    """Pearson correlation of two (S, N, d) tensors over all their entries, per seed -> (S,)."""
+    a = a - a.mean(dim=(1, 2), keepdim=True)
+    b = b - b.mean(dim=(1, 2), keepdim=True)
+    return (a * b).sum(dim=(1, 2)) / (a.norm(dim=(1, 2)) * b.norm(dim=(1, 2)))
+
+
+def omega(params: StackParams, trace: Trace, s: RunSettings) -> list[Probe]:
+    """The change of the normalised state made by block k, D_k = LN(x_k) - LN(x_{k-1}) with
+    x_k = stream[k] (x_0 the input) and LN over d without affine (eps 1e-5): per seed, the
+    mean |D_k| (omega_abs) and the unbiased variance of D_k (omega_var) over all tokens and
+    coordinates, at layer k = 1..L.
+
+    Counting: layer k is the k-th block, theory096's omega_k when the input is its term 0 (the
+    note's x_1, of variance (k-1) sigma^2 = 0); if the input counts as a first independent term,
+    block k is omega_{k+1}. Units: the sd of a normalised coordinate (1)."""
+    normed = [torch.nn.functional.layer_norm(x, x.shape[-1:]) for x in trace.stream]
+    diffs = [b - a for a, b in pairwise(normed)]
+    blocks = list(range(1, s.depth + 1))
+    return [
+        Probe("omega_abs", "block", blocks, _per_seed(lambda t: t.abs().mean(dim=(1, 2)), diffs)),
+        Probe("omega_var", "block", blocks, _per_seed(_var, diffs)),
+    ]
+
+
+def block_independence(params: StackParams, trace: Trace, s: RunSettings) -> list[Probe]:
+    """Pre-LN only, theory096's independence assumption. For what block k adds to the stream,
+    f_k = x_k - c^2 x_{k-1} (c = skip_scale, 1 by default): its variance (block_var) and its
+    correlation with the stream it is added to, corr(f_k, x_{k-1}) (block_stream_corr; with
+    c = 1, V_k = V_{k-1} + Var f_k + 2 cov exactly).
+    With the `block_corr` setting also corr(f_i, f_j) for every pair i < j: metric block_corr,
+    sublayer 'f<i>', layer j (L(L-1)/2 values per seed, so off by default). Correlations are
+    Pearson over all tokens and coordinates, per seed."""
+    if s.placement != "pre":
+        return []
+    f = [b - s.skip_scale**2 * a for a, b in pairwise(trace.stream)]
+    blocks = list(range(1, s.depth + 1))
+    probes = [
+        Probe("block_var", "block", blocks, _per_seed(_var, f)),
+        Probe("block_stream_corr", "block", blocks,
+              torch.stack([_corr(fk, x) for fk, x in zip(f, trace.stream, strict=False)], 1)),
+    ]
+    if s.block_corr:
+        flat = torch.stack([t.flatten(1) for t in f], dim=1)  # (S, L, N*d)
+        flat = flat - flat.mean(dim=2, keepdim=True)
+        flat = flat / flat.norm(dim=2, keepdim=True)
+        corr = flat @ flat.transpose(1, 2)
+        probes += [
+            Probe("block_corr", f"f{i}", blocks[i:], corr[:, i - 1, i:]) for i in blocks[:-1]
+        ]
+    return probes
+
+
+def branch_to_stream(params: StackParams, trace: Trace, s: RunSettings) -> list[Probe]:
+    """The monitor note's per-block curves. stream_rms: sqrt(mean x_l^2) of the residual stream
+    after block l (layer 0 = the input; before any final norm), in input-sd units. branch_ratio
+    (Pre-LN and Post-LN): RMS of what a sublayer adds over RMS of the stream it is added to,
+    attn over x_{l-1}, mlp over the mid stream h_l, and for Pre-LN the whole block, f_l over
+    x_{l-1}. Pre-LN adds the scaled branch outputs (h - c x, x' - c h), Post-LN the raw ones
+    before its norm; the stream they join is the skip path, c times the stream (c = skip_scale,
+    1 by default). Dimensionless."""
+    probes = [Probe("stream_rms", "block", list(range(s.depth + 1)), _per_seed(_rms, trace.stream))]
+    if s.placement == "none":
+        return probes
+    c = s.skip_scale
+    x_in, x_out = trace.stream[:-1], trace.stream[1:]
+    if s.placement == "pre":
+        added = {
+            "attn": [h - c * x for h, x in zip(trace.mid, x_in, strict=True)],
+            "mlp": [y - c * h for y, h in zip(x_out, trace.mid, strict=True)],
+            "block": [y - c**2 * x for y, x in zip(x_out, x_in, strict=True)],
+        }
+    else:
+        added = {"attn": trace.attn, "mlp": trace.mlp}
+    skip = {"attn": (x_in, c), "mlp": (trace.mid, c), "block": (x_in, c**2)}
+    blocks = list(range(1, s.depth + 1))
+    for sublayer, parts in added.items():
+        base, factor = skip[sublayer]
+        ratio = torch.stack(
+            [_rms(a) / (factor * _rms(b)) for a, b in zip(parts, base, strict=True)], 1
+        )
+        probes.append(Probe("branch_ratio", sublayer, blocks, ratio))
+    return probes
+
+
+PROBES = (grad_norm, stream_stats, token_corr, omega, block_independence, branch_to_stream)
+
+
+@torch.no_grad()
+def run_probes(params: StackParams, trace: Trace, s: RunSettings) -> list[Probe]:
+    """All registered probes on one traced, back-propagated pass."""
+    return [p for fn in PROBES for p in fn(params, trace, s)]

@@ -1,0 +1,42 @@
+"""Which arms are calibrated from which (config `calibrate_from`), checked at parse time; the
+calibration itself is depthlab.core.calibrate."""
+
+from __future__ import annotations
+
+from depthlab.pipeline.grid import Job
+from depthlab.pipeline.settings import ConfigError
+
+
+def calibrated_arms(config: dict, jobs: dict[tuple[str, str, str], Job]) -> dict:
+    """(study, arm) -> the arm it is calibrated from, for every arm with `calibrate_from`.
+
+    ConfigError unless the source arm exists in the same study, is Pre-LN with residual_scale 1
+    (the layerwise scales replace it), is not calibrated itself, has the same jobs with the same
+    cell settings, and the calibrated arm's name is used by no other study (the measure rule of
+    calibrated arms is chosen by arm name)."""
+    found = {}
+    for study, spec in config["studies"].items():
+        for arm, arm_spec in spec["arms"].items():
+            if "calibrate_from" in arm_spec:
+                found[(study, arm)] = arm_spec["calibrate_from"]
+    for (study, arm), source in found.items():
+        where = f"studies.{study}.arms.{arm}.calibrate_from"
+        arms = config["studies"][study]["arms"]
+        if source not in arms or (study, source) in found:
+            raise ConfigError(f"{where}: '{source}' is not an uncalibrated arm of {study}")
+        mine = {j: job for (s, a, j), job in jobs.items() if (s, a) == (study, arm)}
+        theirs = {j: job for (s, a, j), job in jobs.items() if (s, a) == (study, source)}
+        if mine.keys() != theirs.keys():
+            raise ConfigError(f"{where}: '{source}' has jobs {sorted(theirs)}, not {sorted(mine)}")
+        for job_id, job in mine.items():
+            if job.cells != theirs[job_id].cells:
+                raise ConfigError(f"{where}: cell settings of job {job_id} differ from '{source}'")
+            for cell in job.cells:
+                if cell.settings.placement != "pre" or cell.settings.residual_scale != 1:
+                    raise ConfigError(
+                        f"{where}: '{source}' must be Pre-LN with residual_scale 1 ({cell.label})"
+                    )
+        others = [s for s, spec in config["studies"].items() if s != study and arm in spec["arms"]]
+        if others:
+            raise ConfigError(f"{where}: arm name '{arm}' is also used by study {others[0]}")
+    return found

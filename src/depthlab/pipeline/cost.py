@@ -1,0 +1,70 @@
+"""What a measure job costs, for cluster requests: FLOPs, peak memory, runtime (no torch).
+
+The estimates scale with depth, seeds, tokens and width, so one profile fits every grid. They
+are deliberately generous; calibrated on this project's CPU runner (one thread, float64):
+- memory: the process held 300 MB before the first pass; peak RSS then grew by 5.9 MB per
+  (layer, seed) at d_model 128 and 128 tokens, 13.2 MB at 512 tokens, 16.4 MB at d_model 256;
+  `pass_bytes` gives 7.9, 23.6 and 24.6 MB there (1.3x to 1.8x the measured growth).
+  It is 1.5x to 2x the bytes a pass holds when backward starts (autograd's saved tensors, the
+  trace, the weights and their gradients; tests/test_slurm.py checks the bound).
+- runtime: forward plus backward ran at 3.7 to 8 GFLOP/s; `runtime_min` assumes 1 GFLOP/s.
+"""
+
+from __future__ import annotations
+
+import math
+
+from depthlab.pipeline.grid import Job
+from depthlab.pipeline.settings import RunSettings
+
+ITEMSIZE = {"float64": 8, "float32": 4}
+BASE_MB = 1000  # Python, torch and the Snakemake process that wraps a cluster job
+FLOPS_PER_S = 1e9  # assumed throughput of one job: a quarter of the slowest one measured
+OVERHEAD_MIN = 10  # minutes for start-up, imports and writing the shard
+
+
+def layer_flops(s: RunSettings) -> float:
+    """Floating-point operations of one block for one seed, forward plus backward (3x forward):
+    the q, k, v, o and FFN matrix products, plus the two T x T attention products."""
+    d, f, n = s.d_model, s.ffn_mult * s.d_model, s.batch * s.tokens
+    forward = 2 * n * (4 * d * d + 2 * d * f) + 4 * s.batch * s.tokens**2 * d
+    return 3.0 * forward
+
+
+def seeds_per_pass(s: RunSettings) -> int:
+    """How many seeds one forward/backward pass holds in memory (`seed_batch`, 0 = all)."""
+    return min(s.seed_batch or s.seeds, s.seeds)
+
+
+def pass_bytes(s: RunSettings) -> float:
+    """Peak bytes of one pass beyond the interpreter: per layer and seed the block weights three
+    times (leaves, gradients, margin), the saved activations of N = batch*tokens rows (12 d + 2
+    FFN widths) and the attention weights (batch*heads*tokens^2)."""
+    d, f, n = s.d_model, s.ffn_mult * s.d_model, s.batch * s.tokens
+    weights = 4 * d * d + 2 * d * f
+    per_layer = 3 * weights + n * (12 * d + 2 * f) + s.batch * s.heads * s.tokens**2
+    return ITEMSIZE[s.dtype] * seeds_per_pass(s) * s.depth * per_layer
+
+
+def cell_flops(s: RunSettings) -> float:
+    """Floating-point operations of one cell: every layer of every seed."""
+    return layer_flops(s) * s.depth * s.seeds
+
+
+def job_flops(job: Job) -> float:
+    """Floating-point operations of a whole job: every cell."""
+    return sum(cell_flops(c.settings) for c in job.cells)
+
+
+def mem_mb(job: Job, attempt: int = 1) -> int:
+    """Memory to request in MB: the interpreter plus the largest pass of the job's cells,
+    rounded up to 500 MB, times the attempt number (a retry after running out gets more)."""
+    peak = BASE_MB + max(pass_bytes(c.settings) for c in job.cells) / 1e6
+    return int(math.ceil(peak / 500) * 500) * attempt
+
+
+def runtime_min(job: Job, attempt: int = 1) -> int:
+    """Wall time to request in minutes: fixed overhead plus the job's FLOPs at FLOPS_PER_S,
+    times the attempt number (a retry after a timeout gets more)."""
+    compute = math.ceil(job_flops(job) / FLOPS_PER_S / 60)
+    return (OVERHEAD_MIN + compute) * attempt

@@ -1,0 +1,107 @@
+"""The fan-out: which jobs a config asks for, and which cells each job measures (no torch).
+
+A study has base `settings` and named `arms`; an arm crosses the lists in its `axes`. Every
+combination is a cell. Axes named in the arm's `pack` list are looped inside one job, the others
+each give a job of their own, so a job is (study, arm, job id) and writes one Parquet shard.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from dataclasses import dataclass
+
+from depthlab.pipeline.settings import ConfigError, RunSettings
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One grid cell: its label (every axis value of the arm) and its settings."""
+
+    label: str
+    settings: RunSettings
+
+
+@dataclass(frozen=True)
+class Job:
+    """One measure job: the cells it runs and the shard it writes."""
+
+    study: str
+    arm: str
+    job: str
+    cells: tuple[Cell, ...]
+
+    @property
+    def shard(self) -> str:
+        return f"results/runs/{self.study}/{self.arm}/{self.job}.parquet"
+
+    def cells_json(self) -> str:
+        """The cells as a sorted JSON string: a rule's `params` (a change reruns the job)."""
+        return json.dumps(
+            [{"label": c.label, **c.settings.as_columns()} for c in self.cells], sort_keys=True
+        )
+
+    @classmethod
+    def from_json(cls, study: str, arm: str, job: str, cells: str) -> Job:
+        """The job a rule describes by its wildcards and its `cells` param (`cells_json`)."""
+        return cls(study, arm, job, tuple(
+            Cell(c.pop("label"), RunSettings(**c)) for c in json.loads(cells)
+        ))
+
+
+def _fmt(value) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def job_id(values: dict) -> str:
+    """A readable, path-safe id for the non-packed axis values, e.g. 'placement-pre_depth-96'."""
+    if not values:
+        return "all"
+    return "_".join(f"{k}-{_fmt(v)}" for k, v in values.items())
+
+
+def _check_axes(where: str, axes) -> None:
+    if not isinstance(axes, dict) or not axes:
+        raise ConfigError(f"{where}.axes: an arm needs at least one axis, got {axes!r}")
+    for key, values in axes.items():
+        if not isinstance(values, list) or not values:
+            raise ConfigError(f"{where}.axes.{key}: must be a non-empty list, got {values!r}")
+        if len({repr(v) for v in values}) != len(values):
+            raise ConfigError(f"{where}.axes.{key}: duplicate values in {values!r}")
+
+
+def study_jobs(config: dict) -> list[Job]:
+    """Every measure job of a validated config, in a stable order.
+
+    Raises ConfigError (naming the key and value) for any cell whose settings are invalid.
+    """
+    jobs = []
+    device = config.get("device")
+    for study, spec in config["studies"].items():
+        base = dict(spec.get("settings", {}))
+        for arm, arm_spec in spec["arms"].items():
+            where = f"studies.{study}.arms.{arm}"
+            axes = arm_spec.get("axes")
+            _check_axes(where, axes)
+            pack = arm_spec.get("pack", [])
+            for key in pack:
+                if key not in axes:
+                    raise ConfigError(f"{where}.pack: '{key}' is not one of the arm's axes")
+            overrides = {**base, **arm_spec.get("settings", {})}
+            if device is not None:
+                overrides["device"] = device
+            outer = [k for k in axes if k not in pack]
+            inner = [k for k in axes if k in pack]
+            for outer_values in itertools.product(*(axes[k] for k in outer)):
+                fixed = dict(zip(outer, outer_values, strict=True))
+                cells = []
+                for inner_values in itertools.product(*(axes[k] for k in inner)):
+                    axis_values = {**fixed, **dict(zip(inner, inner_values, strict=True))}
+                    settings = RunSettings.from_mapping({**overrides, **axis_values}, where)
+                    cells.append(Cell(job_id({k: axis_values[k] for k in axes}), settings))
+                jobs.append(Job(study, arm, job_id(fixed), tuple(cells)))
+    return jobs

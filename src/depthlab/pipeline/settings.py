@@ -1,0 +1,156 @@
+"""Run settings of one grid cell, and the checks that reject a bad one (no torch import)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+from depthlab.pipeline.placements import PLACEMENTS
+
+ACTIVATIONS = ("relu", "gelu")
+ATTENTIONS = ("linear", "torch_mha")
+INITS = ("torch_default", "fan_in")
+DTYPES = ("float64", "float32")
+DEVICES = ("cpu", "cuda")
+LOSSES = ("mse", "cross_entropy")
+GRAD_OF = ("params", "weights", "input", "none")
+FINAL_NORMS = ("auto", "on", "off")
+# the allowed values of each setting that has a fixed set (the schema's enums match: a test)
+CHOICES = {
+    "placement": tuple(PLACEMENTS),
+    "activation": ACTIVATIONS,
+    "attention": ATTENTIONS,
+    "init": INITS,
+    "dtype": DTYPES,
+    "device": DEVICES,
+    "loss": LOSSES,
+    "grad_of": GRAD_OF,
+    "final_norm": FINAL_NORMS,
+}
+
+
+class ConfigError(ValueError):
+    """A bad configuration value; the message names the key and the offending value."""
+
+
+def run_seed(seed_offset: int, index: int) -> int:
+    """The torch seed of the `index`-th seed of a cell: `seed_offset + index`.
+
+    It depends on neither the study nor the cell's place in the grid, so adding a depth or an
+    arm leaves the numbers of the cells already there unchanged, and seed i of every cell is the
+    note's "seed i" (common random numbers across depths and placements).
+    """
+    return seed_offset + index
+
+
+def reject_unknown_keys(cls: type, values: dict, where: str) -> None:
+    """Raise ConfigError naming the first key of `values` that is not a field of dataclass cls."""
+    known = {f.name for f in dataclasses.fields(cls)}
+    for key in values:
+        if key not in known:
+            raise ConfigError(f"{where}: unknown key '{key}'")
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """Everything that defines one measurement: model, input, loss and seeds.
+
+    Defaults reproduce the stack96 note (see config/README.md for the reason of each).
+    """
+
+    placement: str = "pre"
+    depth: int = 6
+    d_model: int = 128
+    heads: int = 4
+    ffn_mult: int = 4
+    activation: str = "relu"
+    attention: str = "linear"
+    causal: bool = True
+    init: str = "torch_default"
+    out_scale: float = 1.0
+    residual_scale: float = 1.0
+    skip_scale: float = 1.0
+    final_norm: str = "auto"
+    dtype: str = "float64"
+    device: str = "cpu"
+    batch: int = 1
+    tokens: int = 128
+    loss: str = "mse"
+    head_classes: int = 64
+    grad_of: str = "params"
+    seeds: int = 6
+    seed_offset: int = 0
+    seed_batch: int = 0
+    block_corr: bool = False
+
+    @classmethod
+    def from_mapping(cls, values: dict, where: str = "settings") -> RunSettings:
+        """Build settings from a config mapping, rejecting unknown keys and bad values."""
+        reject_unknown_keys(cls, values, where)
+        settings = cls(**values)
+        settings.check(where)
+        return settings
+
+    def check(self, where: str = "settings") -> None:
+        """Raise ConfigError naming the first key whose value is invalid."""
+        for key, allowed in CHOICES.items():
+            value = getattr(self, key)
+            if value not in allowed:
+                raise ConfigError(f"{where}: {key}={value!r} is not one of {list(allowed)}")
+        positive_ints = (
+            "depth", "d_model", "heads", "ffn_mult", "batch", "tokens", "seeds", "head_classes"
+        )
+        for key in positive_ints:
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"{where}: {key}={value!r} must be a positive integer")
+        for key in ("tokens", "head_classes"):  # token correlation and classes need two
+            if getattr(self, key) < 2:
+                raise ConfigError(f"{where}: {key}={getattr(self, key)!r} must be at least 2")
+        for key in ("seed_offset", "seed_batch"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ConfigError(f"{where}: {key}={value!r} must be a non-negative integer")
+        for key in ("out_scale", "residual_scale", "skip_scale"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not (
+                0 < value < math.inf
+            ):
+                raise ConfigError(f"{where}: {key}={value!r} must be a positive finite number")
+        placement = PLACEMENTS[self.placement]
+        if not placement.residual and self.skip_scale != 1:
+            raise ConfigError(
+                f"{where}: skip_scale={self.skip_scale!r} needs a residual path "
+                f"(placement {self.placement!r} has none)"
+            )
+        if not placement.branch_scales and self.residual_scale != 1:
+            raise ConfigError(
+                f"{where}: residual_scale={self.residual_scale!r} does not apply to placement "
+                f"{self.placement!r} (its branches are not scaled)"
+            )
+        if not isinstance(self.causal, bool):
+            raise ConfigError(f"{where}: causal={self.causal!r} must be true or false")
+        if not isinstance(self.block_corr, bool):
+            raise ConfigError(f"{where}: block_corr={self.block_corr!r} must be true or false")
+        if self.d_model % self.heads:
+            raise ConfigError(
+                f"{where}: heads={self.heads} does not divide d_model={self.d_model}"
+            )
+
+    @property
+    def uses_final_norm(self) -> bool:
+        """Whether a LayerNorm sits between the last block and the loss ('auto': the
+        placement's own choice, depthlab.pipeline.placements)."""
+        if self.final_norm == "auto":
+            return PLACEMENTS[self.placement].final_norm
+        return self.final_norm == "on"
+
+    def seed_list(self) -> list[int]:
+        """The torch seeds of this cell, in order (see run_seed)."""
+        return [run_seed(self.seed_offset, i) for i in range(self.seeds)]
+
+    def as_columns(self) -> dict:
+        """Every setting as a flat column mapping (for tidy tables). All fields are scalars, so
+        no deep copy (dataclasses.asdict) is needed: this runs once per job at DAG build."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}

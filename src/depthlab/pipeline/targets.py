@@ -1,0 +1,74 @@
+"""What a rendered target is: a table or figure declared once, in its study's targets.py.
+
+A declaration holds everything about a target: its rule name, description, title, caption, the
+function that draws it (a name in the study's package, imported only when it is drawn) and the
+arms whose fits it reads. The Snakemake render rules, `--list-target-rules`, the report captions
+and the docs all come from it. Light on purpose (no heavy imports): the Snakefile reads the
+declarations at parse time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Target:
+    """One table or figure of a study.
+
+    name:        the rule name, table_<stem> or fig_<stem> (outputs: results/tables/<stem>.* or
+                 results/figures/<stem>.*)
+    description: one line, shown by `snakemake --list-target-rules`
+    title:       the heading of a table's page (figures carry their own title)
+    caption:     what is shown, in which units, from how many seeds (reST, the report's caption)
+    draw:        '<module>:<function>' in the study's package; the function takes the fits of the
+                 arms read (one frame) and the `options` below as keywords
+    reads:       the arms whose fits it reads (fnmatch patterns, e.g. 'sens_*')
+    options:     keys of the study's `analysis:` config passed to the function
+    note:        the line printed under a table (its estimator, in words)
+    study:       set by `declare`
+    """
+
+    name: str
+    description: str
+    draw: str
+    reads: tuple[str, ...]
+    caption: str
+    title: str = ""
+    note: str = ""
+    options: tuple[str, ...] = ()
+    study: str = ""
+
+    @property
+    def kind(self) -> str:
+        return "table" if self.name.startswith("table_") else "figure"
+
+    @property
+    def stem(self) -> str:
+        return self.name.split("_", 1)[1]
+
+    @property
+    def outputs(self) -> dict[str, str]:
+        """Output paths by extension: md+csv+html for tables (html for the report), png+svg for
+        figures."""
+        folder, exts = ("tables", ("md", "csv", "html")) if self.kind == "table" else (
+            "figures", ("png", "svg"))
+        return {ext: f"results/{folder}/{self.stem}.{ext}" for ext in exts}
+
+    def arms(self, configured) -> list[str]:
+        """The arms among `configured` (the study's arm names) that this target reads."""
+        return [a for a in configured if any(fnmatch.fnmatchcase(a, p) for p in self.reads)]
+
+    def function(self) -> Callable:
+        """The drawing function (imports the study's module)."""
+        module, name = self.draw.split(":")
+        return getattr(importlib.import_module(f"depthlab.studies.{self.study}.{module}"), name)
+
+
+def declare(study: str, *targets: Target) -> tuple[Target, ...]:
+    """A study's targets, each tagged with the study."""
+    return tuple(dataclasses.replace(t, study=study) for t in targets)

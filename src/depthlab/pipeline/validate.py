@@ -1,0 +1,142 @@
+"""Every check a config must pass before any job runs, as one ConfigError with a one-line message.
+
+Order: the JSON schema (workflow/schemas/config.schema.yaml: unknown keys, types, ranges, empty or
+duplicate grids), then every cell's RunSettings.check (values inside axis lists, which the schema
+leaves untyped, and cross-key rules such as heads dividing d_model), then the device. (The claims
+file is checked next by the workflow, depthlab.claims.schema.) Each message names the offending
+key as a dotted path and its value. Cheap: torch is imported only when a cell asks for cuda.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from pathlib import Path
+
+import yaml
+from jsonschema import Draft202012Validator
+
+from depthlab.pipeline.grid import Job, study_jobs
+from depthlab.pipeline.settings import ConfigError
+
+TYPE_NAMES = {
+    "integer": "an integer", "number": "a number", "string": "a string", "boolean": "true or false",
+    "array": "a list", "object": "a mapping", "null": "empty",
+}
+
+
+def _dotted(path) -> str:
+    out = "config"
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return out.removeprefix("config.")
+
+
+def _suggest(name: str, choices) -> str:
+    close = difflib.get_close_matches(str(name), [str(c) for c in choices], n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def _one_of(value, allowed: list) -> str:
+    if len(allowed) > 6:
+        hint = _suggest(value, allowed)
+        if hint:
+            return f"is not allowed{hint}"
+    return f"is not one of {allowed}"
+
+
+def _duplicates(values: list) -> list:
+    seen, dups = [], []
+    for v in values:
+        if v in seen and v not in dups:
+            dups.append(v)
+        seen.append(v)
+    return dups
+
+
+def _message(error) -> str:
+    """One line naming the key and the value behind a jsonschema ValidationError."""
+    where, value = _dotted(error.absolute_path), error.instance
+    kind, arg = error.validator, error.validator_value
+    if "propertyNames" in error.schema_path:
+        # an axis or key name outside the allowed set; the instance is the name itself
+        allowed = arg if kind == "enum" else []
+        return f"{where}: unknown key {value!r}{_suggest(value, allowed)}"
+    if kind == "additionalProperties":
+        known = list(error.schema.get("properties", {}))
+        patterns = list(error.schema.get("patternProperties", {}))
+        extra = [k for k in value if k not in known
+                 and not any(re.search(p, k) for p in patterns)]
+        if known:
+            return f"{where}: unknown key {extra[0]!r}{_suggest(extra[0], known)}"
+        return f"{where}: name {extra[0]!r} must match {' or '.join(patterns)}"
+    if kind == "required":
+        missing = [k for k in arg if k not in value]
+        return f"{where}: missing key {missing[0]!r}"
+    if kind == "type":
+        return f"{where}={value!r} must be {TYPE_NAMES.get(arg, arg)}"
+    if kind == "enum":
+        return f"{where}={value!r} {_one_of(value, arg)}"
+    if kind in ("minimum", "exclusiveMinimum"):
+        return f"{where}={value!r} must be {'>=' if kind == 'minimum' else '>'} {arg}"
+    if kind in ("minItems", "minProperties"):
+        return f"{where}={value!r} must not be empty" if arg == 1 else \
+            f"{where}={value!r} needs at least {arg} entries"
+    if kind == "uniqueItems":
+        return f"{where}={value!r} repeats {_duplicates(value)}: grid values must be distinct"
+    return f"{where}={value!r}: {error.message}"
+
+
+def _rank(error) -> tuple:
+    # an unknown key usually explains the other errors (e.g. the 'required' one it leaves)
+    return (error.validator != "additionalProperties", error.validator == "required",
+            -len(error.absolute_path), _dotted(error.absolute_path))
+
+
+def check_finite(node, path=()) -> None:
+    """Raise ConfigError naming the first NaN or infinite number anywhere in the config (the
+    schema's bounds let NaN through: every comparison with it is false)."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            check_finite(value, (*path, key))
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            check_finite(value, (*path, i))
+    elif isinstance(node, float) and not math.isfinite(node):
+        raise ConfigError(f"{_dotted(path)}={node!r} must be a finite number")
+
+
+def check_schema(config: dict, schema: dict) -> None:
+    """Raise ConfigError for the most telling violation of `schema`, if any."""
+    errors = sorted(Draft202012Validator(schema).iter_errors(config), key=_rank)
+    if errors:
+        raise ConfigError(_message(errors[0]))
+
+
+def check_device(config: dict, jobs: list[Job]) -> None:
+    """Reject cuda when torch sees no GPU here (skipped with check_device: false, for submit
+    hosts whose jobs run on GPU nodes; measure jobs check again where they run)."""
+    cuda = [j for j in jobs if any(c.settings.device == "cuda" for c in j.cells)]
+    if not cuda or not config.get("check_device", True):
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        first = f"studies.{cuda[0].study}.arms.{cuda[0].arm}: device"
+        where = "device" if config.get("device") == "cuda" else first
+        raise ConfigError(
+            f"{where}='cuda' but torch {torch.__version__} sees no CUDA device on this machine "
+            "(use device: cpu, or check_device: false if jobs run on other machines)"
+        )
+
+
+def check_config(config: dict, schema_path: str | Path) -> list[Job]:
+    """Every measure job of `config`, or ConfigError naming the first bad key and its value."""
+    if not isinstance(config, dict):
+        raise ConfigError(f"config: must be a mapping, got {config!r}")
+    check_schema(config, yaml.safe_load(Path(schema_path).read_text()))
+    check_finite(config)
+    jobs = study_jobs(config)
+    check_device(config, jobs)
+    return jobs

@@ -1,0 +1,1 @@
+"""The monitor study (its targets, fit, tables and figures)."""

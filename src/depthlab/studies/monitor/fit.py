@@ -1,0 +1,56 @@
+"""monitor: what to log in a deep stack, Pre-LN against Post-LN, at initialisation.
+
+The note's three curves: the residual-stream norm per block, each block's branch-to-stream
+ratio, and the scale of the head's input across depths with and without the final LayerNorm.
+Fits: per-seed summaries of each (depthlab.analysis.stats.seed_summary).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from depthlab.analysis.stats import loglog_slopes, summarise_seeds
+
+KEYS = ["arm", "label", "placement", "depth", "final_norm"]
+
+
+def fit(table: pd.DataFrame, axes: dict[str, list[str]]) -> pd.DataFrame:
+    """Per cell and block: stream_rms and branch_ratio_<attn|mlp|block>; per cell: the head
+    input sd (head_input_sd), the stream growth rms(x_L) / rms(x_0) (stream_rms_growth) and
+    the slope of the block's branch ratio over depth (branch_ratio_slope); across depths: the
+    growth exponent (stream_rms_exponent)."""
+    parts = [
+        summarise_seeds(table[table["metric"] == "stream_rms"], [*KEYS, "layer"], "stream_rms"),
+        summarise_seeds(table[table["metric"] == "head_input_sd"], KEYS, "head_input_sd"),
+    ]
+    ratio = table[table["metric"] == "branch_ratio"]
+    for sublayer, sub in ratio.groupby("sublayer"):
+        parts.append(summarise_seeds(sub, [*KEYS, "layer"], f"branch_ratio_{sublayer}"))
+    rms = table[table["metric"] == "stream_rms"]
+    first = rms[rms["layer"] == 0].set_index([*KEYS, "seed"])["value"]
+    last = rms[rms["layer"] == rms["depth"]].set_index([*KEYS, "seed"])["value"]
+    growth = (last / first).rename("value").reset_index()
+    parts.append(summarise_seeds(growth, KEYS, "stream_rms_growth"))
+    parts.append(growth_exponent(growth))
+    parts.append(branch_ratio_slope(ratio[ratio["sublayer"] == "block"]))
+    return pd.concat(parts, ignore_index=True)
+
+
+def growth_exponent(growth: pd.DataFrame) -> pd.DataFrame:
+    """stream_rms_exponent: per seed, the slope of ln(rms(x_L) / rms(x_0)) on ln L across the
+    depths of a placement and final_norm (0.5 = sqrt(L) growth, 0 = none); no depth column."""
+    return loglog_slopes(growth, ["arm", "placement", "final_norm"], "depth",
+                          "stream_rms_exponent")
+
+
+def branch_ratio_slope(ratio: pd.DataFrame) -> pd.DataFrame:
+    """branch_ratio_slope: per seed and cell, the slope of ln(branch-to-stream ratio of the
+    whole block) on ln(block index) over blocks 1..L (< 0: deeper blocks change the stream
+    relatively less). Needs the 'block' ratio (Pre-LN)."""
+    return loglog_slopes(ratio, KEYS, "layer", "branch_ratio_slope")
+
+
+def one_final_norm(fits: pd.DataFrame) -> pd.DataFrame:
+    """The rows of one final_norm value: everything but the head input is the same for both
+    (the final norm sits after the last block; tests/test_monitor.py checks it)."""
+    return fits[fits["final_norm"] == sorted(fits["final_norm"].unique())[0]]

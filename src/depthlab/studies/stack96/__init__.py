@@ -1,0 +1,1 @@
+"""The stack96 study (its targets, fit, tables and figures)."""

@@ -1,0 +1,1 @@
+"""The theory096 study (its targets, fit, tables and figures)."""

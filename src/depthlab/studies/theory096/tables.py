@@ -1,0 +1,118 @@
+"""The tables of theory096: the omega exponent and the independence assumption, per out scale."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from depthlab.analysis.omega import fit_range, formula_abs
+from depthlab.analysis.select import pick
+from depthlab.analysis.stats import ols_slope
+from depthlab.analysis.tables import fmt, spread
+from depthlab.studies.theory096.fit import NOTE_K
+
+
+def deepest(fits: pd.DataFrame, quantity: str) -> pd.DataFrame:
+    """The rows of one quantity at the deepest depth of each output scale."""
+    q = pick(fits, quantity=quantity)
+    top = q.groupby("out_scale")["depth"].transform("max")
+    return q[q["depth"] == top]
+
+
+def agreement(k: np.ndarray, measured: np.ndarray, predicted: np.ndarray, tol: float) -> str:
+    """The blocks k where |measured / predicted - 1| <= tol, as ranges ('1–3, 20–96')."""
+    ok = np.abs(measured / predicted - 1) <= tol
+    runs, start = [], None
+    for i, good in enumerate(ok):
+        if good and start is None:
+            start = i
+        if start is not None and (not good or i == len(ok) - 1):
+            end = i if good else i - 1
+            runs.append(f"{k[start]}" if start == end else f"{k[start]}–{k[end]}")
+            start = None
+    return ", ".join(runs) or "none"
+
+
+def _formula_row(name: str, depth: int, input_terms: int) -> dict:
+    k = np.arange(1, depth + 1)
+    row = {"": name}
+    for lo, hi in fit_range(depth):
+        sel = (k >= lo) & (k <= hi)
+        row[f"slope k={lo}..{hi}"] = ols_slope(np.log(k[sel]), np.log(
+            formula_abs(k[sel], input_terms)))[0]
+    ref = min(NOTE_K, depth)
+    row[f"mean|D| k={ref} / k=1"] = float(
+        formula_abs(ref, input_terms) / formula_abs(1, input_terms))
+    return row
+
+
+def omega_exponent(fits: pd.DataFrame, omega_tolerance: float = 0.1) -> pd.DataFrame:
+    """Per output scale: the log-log slope of mean |D_k| on k (mean and 95% CI across seeds)
+    over two block ranges, the ratio at k = 24 over k = 1, and the blocks where the measurement
+    agrees within `omega_tolerance` with the formula (input as term 0 or 1) and with the theorem
+    under the measured term sizes; the formula's own values head the table."""
+    omega = deepest(fits, "omega_abs")
+    depth = int(omega["depth"].max())
+    ref = min(NOTE_K, depth)
+    rows = [
+        _formula_row("formula, input = term 0 (ω_k)", depth, 0),
+        _formula_row("formula, input = term 1 (ω_{k+1})", depth, 1),
+        {"": "asymptote O(1/√k)", **{f"slope k={lo}..{hi}": -0.5 for lo, hi in fit_range(depth)},
+         f"mean|D| k={ref} / k=1": 1 / np.sqrt(ref)},
+    ]
+    slopes, ratios = deepest(fits, "omega_slope"), deepest(fits, "omega_ratio")
+    indep = deepest(fits, "omega_abs_indep")
+    for scale, cell in omega.groupby("out_scale"):
+        cell = cell.sort_values("layer")
+        k, measured = cell["layer"].to_numpy().astype(int), cell["mean"].to_numpy()
+        L = int(cell["depth"].iloc[0])
+        row = {"": f"measured, output scale {scale:g} (L={L})"}
+        for lo, hi in fit_range(L):
+            s = slopes[(slopes["out_scale"] == scale) & (slopes["layer"] == lo)].iloc[0]
+            row[f"slope k={lo}..{hi}"] = s["mean"]
+            row[f"95% CI k={lo}..{hi}"] = spread(s["ci_lo"], s["ci_hi"])
+        r = ratios[ratios["out_scale"] == scale].iloc[0]
+        row[f"mean|D| k={ref} / k=1"] = r["median"]
+        row["seed range"] = spread(r["min"], r["max"])
+        label = f"±{fmt(100 * omega_tolerance, 2)}%"
+        for name, terms in (("term 0", 0), ("term 1", 1)):
+            row[f"within {label} of formula ({name}) at k"] = agreement(
+                k, measured, formula_abs(k, terms), omega_tolerance)
+        ind = indep[indep["out_scale"] == scale].sort_values("layer")
+        if not ind.empty:
+            row[f"within {label} of independence prediction at k"] = agreement(
+                k, measured, ind["mean"].to_numpy(), omega_tolerance)
+        rows.append(row)
+    return pd.DataFrame(rows, columns=list(rows[-1]))
+
+
+def block_independence(fits: pd.DataFrame) -> pd.DataFrame:
+    """Per output scale: sigma^2 (mean Var f_k), its drift over depth, V_0 and V_L, the
+    variance additivity (V_L - V_0) / sum Var f_k, and the mean correlations of block outputs
+    with the stream they join and with each other (means across seeds with 95% CIs)."""
+    block_var = deepest(fits, "block_var")
+    stream_var = deepest(fits, "stream_var")
+    matrix = deepest(fits, "block_corr")
+    rows = []
+    for scale, bv in block_var.groupby("out_scale"):
+        L = int(bv["depth"].iloc[0])
+        v = stream_var[stream_var["out_scale"] == scale].set_index("layer")["mean"]
+        row = {"output scale": scale, "L": L, "σ² = mean Var f_k": bv["mean"].mean(),
+               "V_0": v.loc[0], "V_L": v.loc[L]}
+        for quantity, name in (
+            ("block_var_drift", "Var f: last / first quarter"),
+            ("var_additivity", "(V_L − V_0) / Σ Var f_k"),
+            ("block_stream_corr_mean", "mean corr(f_k, x_{k−1})"),
+            ("block_corr_mean", "mean corr(f_i, f_j), i≠j"),
+            ("block_corr_lag1", "mean corr(f_k, f_{k+1})"),
+        ):
+            q = deepest(fits, quantity)
+            q = q[q["out_scale"] == scale]
+            if not q.empty:
+                row[name] = q["mean"].iloc[0]
+                row[f"{name} 95% CI"] = spread(q["ci_lo"].iloc[0], q["ci_hi"].iloc[0])
+        m = matrix[matrix["out_scale"] == scale]
+        if not m.empty:
+            row["max |seed-mean corr(f_i, f_j)|"] = m["mean"].abs().max()
+        rows.append(row)
+    return pd.DataFrame(rows)

@@ -1,0 +1,1 @@
+"""The training study (its targets, fit, tables and figures)."""

@@ -1,0 +1,155 @@
+"""The figures of the training study (medians across seeds, seed range as a band or bars)."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from depthlab.analysis.omega import formula_abs
+from depthlab.analysis.select import pick
+from depthlab.analysis.style import band, log_scale
+from depthlab.pipeline.placements import COLORS, LABELS
+
+WARMUP_STYLES = ("-", "--", ":", "-.")
+
+
+def _grid(n_rows: int, n_cols: int, size=(3.0, 2.7)):
+    fig, axes = plt.subplots(n_rows, n_cols, figsize=(size[0] * n_cols, size[1] * n_rows),
+                             squeeze=False, sharex="col")
+    return fig, axes
+
+
+def _step_colors(steps) -> dict[int, tuple]:
+    cmap = plt.get_cmap("viridis")
+    steps = sorted(steps)
+    return {s: cmap(i / max(len(steps) - 1, 1)) for i, s in enumerate(steps)}
+
+
+def _cells(frame: pd.DataFrame) -> list[tuple[int, int]]:
+    """The (depth, warmup_steps) pairs present, in order."""
+    pairs = frame[["depth", "warmup_steps"]].drop_duplicates().astype(int)
+    return sorted(map(tuple, pairs.to_numpy()))
+
+
+def _by_checkpoint(fits: pd.DataFrame, quantities: list[str], placements: list[str],
+                   ylabel: str, title: str, log_x: bool = False, log_y: bool = True,
+                   reference=None, reference_label: str = ""):
+    """Rows = quantity x placement, columns = (depth, warmup); one line per checkpoint step
+    (colour) of the median by layer, seed range as a band. `reference(layers)` draws a
+    black dashed curve on each panel."""
+    rows = [(q, p) for q in quantities for p in placements
+            if not pick(fits, quantity=q, placement=p).empty]
+    cells = _cells(pd.concat([pick(fits, quantity=q, placement=p) for q, p in rows]))
+    colors = _step_colors(pd.concat([pick(fits, quantity=q) for q in quantities])["step"].unique())
+    fig, axes = _grid(len(rows), len(cells))
+    for r, (quantity, placement) in enumerate(rows):
+        for c, (depth, warmup) in enumerate(cells):
+            ax = axes[r][c]
+            sub = pick(fits, quantity=quantity, placement=placement, depth=depth,
+                       warmup_steps=warmup)
+            for step, curve in sub.groupby("step"):
+                band(ax, curve, "layer", f"step {int(step)}", colors[step])
+            if reference is not None and not sub.empty:
+                layers = np.sort(sub["layer"].unique())
+                ax.plot(layers, reference(layers), "k--", lw=0.8, label=reference_label)
+            if log_y:
+                log_scale(ax, "y")
+            if log_x:
+                log_scale(ax, "x")
+            ax.set_title(f"{LABELS[placement]}, L = {depth}, warmup {warmup}",
+                         fontsize=8)
+            if c == 0:
+                ax.set_ylabel(ylabel.format(quantity=quantity))
+            if r == len(rows) - 1:
+                ax.set_xlabel("layer")
+    axes[0][-1].legend(fontsize=6)
+    fig.suptitle(title)
+    return fig
+
+
+def loss(fits: pd.DataFrame):
+    """Train loss (10-step running median of the per-step seed medians) and validation loss
+    (markers) against step; a panel per placement (row) and depth (column), a line style per
+    warmup arm; the grey line is the corpus's unigram entropy."""
+    train = pick(fits, quantity="train_loss")
+    val = pick(fits, quantity="val_loss")
+    entropy = pick(fits, quantity="unigram_entropy")["median"].iloc[0]
+    placements = [p for p in LABELS if p in set(train["placement"])]
+    depths = sorted(train["depth"].unique())
+    warmups = sorted(train["warmup_steps"].unique())
+    fig, axes = _grid(len(placements), len(depths), size=(3.6, 2.8))
+    for r, placement in enumerate(placements):
+        for c, depth in enumerate(depths):
+            ax = axes[r][c]
+            for i, warmup in enumerate(warmups):
+                style = WARMUP_STYLES[i % len(WARMUP_STYLES)]
+                where = {"placement": placement, "depth": depth, "warmup_steps": warmup}
+                t = pick(train, quantity="train_loss", **where).sort_values("step")
+                ax.plot(t["step"], t["median"].rolling(10, min_periods=1).median(), style,
+                        color=COLORS[placement], lw=0.8,
+                        label=f"train, warmup {int(warmup)}")
+                v = pick(val, quantity="val_loss", **where).sort_values("step")
+                spread = [v["median"] - v["min"], v["max"] - v["median"]]
+                ax.errorbar(v["step"], v["median"], spread, fmt="o" + style, color="black",
+                            ms=2.5, lw=0.8, label=f"validation, warmup {int(warmup)}")
+            ax.axhline(entropy, color="grey", lw=0.8, ls="-.", label="unigram entropy")
+            ax.set_title(f"{LABELS[placement]}, L = {int(depth)}", fontsize=8)
+            if c == 0:
+                ax.set_ylabel("loss (nats/char)")
+            if r == len(placements) - 1:
+                ax.set_xlabel("step")
+    axes[0][-1].legend(fontsize=6)
+    fig.suptitle("Character-level loss on Tiny Shakespeare (median and seed range)")
+    return fig
+
+
+def grad_ratio(fits: pd.DataFrame):
+    """First/last block gradient ratio against step (symlog x), a panel per depth, a colour per
+    placement and a line style per warmup arm; seed range as a band."""
+    ratio = pick(fits, quantity="grad_ratio")
+    depths = sorted(ratio["depth"].unique())
+    warmups = sorted(ratio["warmup_steps"].unique())
+    fig, axes = _grid(1, len(depths), size=(3.8, 3.2))
+    for ax, depth in zip(axes[0], depths, strict=True):
+        for placement in LABELS:
+            for i, warmup in enumerate(warmups):
+                sub = pick(ratio, quantity="grad_ratio", depth=depth, placement=placement,
+                         warmup_steps=warmup)
+                if not sub.empty:
+                    band(ax, sub, "step", f"{LABELS[placement]}, warmup {int(warmup)}",
+                         COLORS[placement], ls=WARMUP_STYLES[i % len(WARMUP_STYLES)],
+                         marker="o", ms=3)
+        ax.axhline(1, color="grey", lw=0.8, ls="--")
+        ax.set_xscale("symlog", linthresh=10)
+        ax.set_xlim(left=0)
+        log_scale(ax, "y")
+        ax.set_xlabel("step")
+        ax.set_title(f"L = {int(depth)}")
+    axes[0][0].set_ylabel("‖g_1‖ / ‖g_L‖ (probe batch)")
+    axes[0][-1].legend(fontsize=6)
+    fig.suptitle("First/last block gradient ratio during training (median, seed range)")
+    return fig
+
+
+def stream_growth(fits: pd.DataFrame):
+    """Residual-stream sd after each block (layer 0 = the embedding) at each checkpoint."""
+    return _by_checkpoint(fits, ["stream_sd"], list(LABELS), "stream sd",
+                          "Residual-stream sd by layer at each checkpoint")
+
+
+def increments(fits: pd.DataFrame):
+    """Pre-LN variance increments delta_attn (top row) and delta_mlp (bottom) by layer at each
+    checkpoint (linear scale: an increment is negative where a branch anti-correlates with the
+    stream)."""
+    return _by_checkpoint(fits, ["delta_attn", "delta_mlp"], ["pre"], "{quantity}",
+                          "Pre-LN variance increments by layer at each checkpoint", log_y=False)
+
+
+def omega(fits: pd.DataFrame):
+    """Mean |LN(x_k) - LN(x_k-1)| per coordinate by block k at each checkpoint, log-log, against
+    theory096's E|D_k| = omega_k sqrt(2/pi) (input counted as term 0)."""
+    return _by_checkpoint(fits, ["omega_abs"], list(LABELS), "mean |ΔLN(x)| per coord",
+                          "Change of the normalised state by block at each checkpoint",
+                          log_x=True, reference=formula_abs,
+                          reference_label="ω_k·√(2/π), k = block")

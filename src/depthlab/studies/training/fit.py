@@ -1,0 +1,121 @@
+"""Fits of the training study: losses by step, probes by checkpoint, and what training did to
+each init-time effect.
+
+Input: the aggregated tidy table of the train jobs (one row per seed, step, layer, sublayer,
+metric). Output: one long fit table (quantity, cell keys, step, layer, the per-seed summary of
+depthlab.analysis.stats.seed_summary). Per seed and checkpoint each effect of the notes is reduced
+to one number (SUMMARIES), whose signed deviation from "no effect" (`deviation`) the summary table
+compares between step 0 and the last step.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from depthlab.analysis.omega import fit_range
+from depthlab.analysis.stats import ols_slope, summarise_seeds
+
+KEYS = ["arm", "label", "placement", "depth", "warmup_steps"]
+SEED_KEYS = ["arm", "label", "seed", "step"]
+
+# name -> (description with units, how it deviates from "no effect": 'log' = ln(value),
+# 'linear' = value), in the order of the summary table
+SUMMARIES = {
+    "grad_ratio": ("first/last block gradient ratio ‖g_1‖/‖g_L‖ (1 = balanced)", "log"),
+    "stream_exponent": ("Pre-LN stream growth exponent ln(sd_L/sd_1)/ln(L)", "linear"),
+    "omega_slope": ("log-log slope of mean |LN(x_k) - LN(x_k-1)| on k (formula: -0.5)",
+                    "linear"),
+    "delta_attn_slope": ("slope of the Pre-LN attention variance increment on layer", "linear"),
+    "delta_mlp_slope": ("slope of the Pre-LN MLP variance increment on layer", "linear"),
+    "token_corr_last": ("mean pairwise token cosine after the last block", "linear"),
+    "branch_ratio_last_first": ("branch-to-stream RMS ratio, last block / first block", "log"),
+}
+
+
+def _wide(table: pd.DataFrame, metric: str, sublayer: str) -> pd.DataFrame:
+    """One metric as a (arm, label, seed, step) x layer frame."""
+    sub = table[(table["metric"] == metric) & (table["sublayer"] == sublayer)]
+    return sub.pivot_table(index=SEED_KEYS, columns="layer", values="value")
+
+
+def _slope(row: pd.Series, log: bool = False, blocks: tuple[int, int] | None = None) -> float:
+    """OLS slope of a per-layer row on its layer index (log-log when `log`)."""
+    row = row.dropna()
+    k = row.index.to_numpy(dtype=float)
+    v = row.to_numpy(dtype=float)
+    if blocks is not None:
+        keep = (k >= blocks[0]) & (k <= blocks[1])
+        k, v = k[keep], v[keep]
+    if log:
+        k, v = np.log(k), np.log(v)
+    return ols_slope(k, v)[0]
+
+
+def per_seed(table: pd.DataFrame) -> pd.DataFrame:
+    """Each SUMMARIES quantity per seed and checkpoint (columns arm, label, seed, step, metric,
+    value): grad_ratio as measured; stream_exponent = ln(sd_L / sd_1) / ln(L) of the stream sd
+    (Pre-LN, L > 1); omega_slope = the log-log slope of omega_abs on block k over theory096's
+    deepest range; delta_*_slope = OLS slope of the increment on layer (Pre-LN);
+    token_corr_last at layer L; branch_ratio_last_first for the whole block (Pre-LN) or the
+    attention sublayer (otherwise)."""
+    parts = []
+
+    def add(metric: str, values: pd.Series) -> None:
+        frame = values.rename("value").reset_index()
+        frame["metric"] = metric
+        parts.append(frame)
+
+    ratio = table[table["metric"] == "grad_ratio"].set_index(SEED_KEYS)["value"]
+    add("grad_ratio", ratio)
+    pre = table[table["placement"] == "pre"]
+    sd = _wide(pre, "stream_sd", "block")
+    if not sd.empty:
+        depth = sd.notna().sum(axis=1) - 1
+        last = pd.Series([sd.loc[i, d] for i, d in depth.items()], index=sd.index)
+        deep = depth > 1
+        add("stream_exponent", np.log(last[deep] / sd.loc[deep, 1]) / np.log(depth[deep]))
+    omega = _wide(table, "omega_abs", "block")
+    if not omega.empty:
+        add("omega_slope", omega.apply(
+            lambda r: _slope(r, log=True, blocks=fit_range(int(r.dropna().index.max()))[-1]),
+            axis=1))
+    for sublayer in ("attn", "mlp"):
+        delta = _wide(pre, "delta", sublayer)
+        if not delta.empty:
+            add(f"delta_{sublayer}_slope", delta.apply(_slope, axis=1))
+    corr = _wide(table, "token_corr", "block")
+    add("token_corr_last", corr.apply(lambda r: r.dropna().iloc[-1], axis=1))
+    for sublayer, placements in (("block", ["pre"]), ("attn", ["post", "none"])):
+        branch = _wide(table[table["placement"].isin(placements)], "branch_ratio", sublayer)
+        if not branch.empty:
+            add("branch_ratio_last_first",
+                branch.apply(lambda r: r.dropna().iloc[-1] / r.dropna().iloc[0], axis=1))
+    return pd.concat(parts, ignore_index=True)
+
+
+def deviation(name: str, values: pd.Series) -> pd.Series:
+    """Signed deviation of a SUMMARIES quantity from its no-effect value."""
+    return np.log(values) if SUMMARIES[name][1] == "log" else values
+
+
+def fit(table: pd.DataFrame, axes: dict[str, list[str]]) -> pd.DataFrame:
+    """All training fits as one long table: every raw metric summarised per (cell, step, layer),
+    quantity = metric or metric_sublayer for per-sublayer metrics; the SUMMARIES quantities per
+    (cell, step); the corpus's unigram entropy."""
+    keys = [*KEYS, "step"]
+    cells = table.drop_duplicates(["arm", "label"])[KEYS]
+    parts = []
+    for (metric, sublayer), sub in table.groupby(["metric", "sublayer"], sort=True):
+        if metric == "unigram_entropy":
+            continue
+        shared = sublayer in ("block", "head")
+        parts.append(summarise_seeds(sub, [*keys, "layer"], metric if shared
+                                else f"{metric}_{sublayer}"))
+    derived = per_seed(table).merge(cells, on=["arm", "label"])
+    for metric, sub in derived.groupby("metric", sort=True):
+        parts.append(summarise_seeds(sub, keys, metric))
+    entropy = table.loc[table["metric"] == "unigram_entropy", "value"]
+    parts.append(pd.DataFrame([{"quantity": "unigram_entropy", "median": entropy.median(),
+                                "min": entropy.min(), "max": entropy.max()}]))
+    return pd.concat(parts, ignore_index=True)

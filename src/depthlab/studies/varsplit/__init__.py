@@ -1,0 +1,1 @@
+"""The varsplit study (its targets, fit, tables and figures)."""

@@ -1,0 +1,171 @@
+"""The package's architecture (issue 15): a folder per layer, imports only downward, studies that
+never import each other, a light pipeline layer, one source of truth for settings and
+placements, and targets that measure only what they read."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import ROOT, copy_workflow, run_snakemake
+
+from depthlab.pipeline import placements
+from depthlab.pipeline.settings import CHOICES, RunSettings
+from depthlab.studies import TARGETS
+
+PACKAGE = ROOT / "src/depthlab"
+# the layers, lowest first: a module may import its own layer and the ones before it
+LAYERS = ("pipeline", "core", "analysis", "studies", "claims")
+HEAVY = ("torch", "pandas", "matplotlib", "scipy", "pyarrow")
+
+
+def modules() -> dict[str, Path]:
+    """Every module of the package by dotted name."""
+    out = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return out
+
+
+def imports(path: Path) -> set[str]:
+    """The depthlab modules a file imports (a `from x import y` counts x.y when y is a module)."""
+    known, found = modules(), set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("depthlab"):
+            found.add(node.module)
+            found.update(f"{node.module}.{a.name}" for a in node.names
+                         if f"{node.module}.{a.name}" in known)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("depthlab"))
+    return found & set(known)
+
+
+def layer(module: str) -> str:
+    return module.split(".")[1] if module.count(".") else ""
+
+
+def test_imports_go_only_downward_and_studies_stay_apart():
+    for module, path in modules().items():
+        mine = layer(module)
+        for target in imports(path):
+            theirs = layer(target)
+            if mine == "" or theirs == "":
+                continue  # the package's own __init__
+            assert LAYERS.index(theirs) <= LAYERS.index(mine), (module, target)
+            if mine == "studies" and theirs == "studies" and module.count(".") > 2:
+                # a study imports only itself (and never the catalogue of all studies)
+                assert target.split(".")[2:3] == module.split(".")[2:3], (module, target)
+            if mine == "claims" and theirs == "studies":
+                assert target == "depthlab.studies", (module, target)  # the catalogue only
+
+
+def test_no_import_cycles():
+    graph = {m: imports(p) for m, p in modules().items()}
+    state: dict[str, int] = {}
+
+    def visit(node, stack):
+        state[node] = 1
+        for nxt in graph[node]:
+            assert state.get(nxt) != 1, f"cycle: {' -> '.join([*stack, node, nxt])}"
+            if nxt not in state:
+                visit(nxt, [*stack, node])
+        state[node] = 2
+
+    for node in graph:
+        if node not in state:
+            visit(node, [])
+
+
+def test_what_snakemake_imports_while_parsing_is_light():
+    """The modules the workflow imports at parse time (workflow/rules/*.smk) and the target
+    declarations pull in none of torch, pandas, matplotlib, scipy or pyarrow."""
+    parsed = set()
+    for smk in (ROOT / "workflow/rules").glob("*.smk"):
+        parsed |= set(re.findall(r"^from (depthlab[\w.]*) import", smk.read_text(), re.M))
+    assert "depthlab.studies" in parsed and "depthlab.pipeline.validate" in parsed
+    code = ("import sys\n" + "".join(f"import {m}\n" for m in sorted(parsed))
+            + f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=ROOT)
+    assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_a_study_figure_imports_no_other_study():
+    code = ("import sys\nfrom depthlab.studies import BY_NAME\n"
+            "BY_NAME['fig_grad_ratio_by_depth'].function()\n"
+            "print(sorted({m.split('.')[2] for m in sys.modules "
+            "if m.startswith('depthlab.studies.') and m.count('.') > 2 "
+            "and not m.endswith('.targets')}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=ROOT)
+    assert out.stdout.strip() == "['stack96']"
+
+
+def test_schema_settings_match_run_settings():
+    """Every RunSettings field is in the schema (settings and axis names) and in config/README.md,
+    with the same choices; nothing else is."""
+    schema = yaml.safe_load((ROOT / "workflow/schemas/config.schema.yaml").read_text())
+    fields = [f.name for f in dataclasses.fields(RunSettings)]
+    properties = schema["$defs"]["settings"]["properties"]
+    assert list(properties) == fields
+    assert schema["$defs"]["setting_name"]["enum"] == fields
+    assert properties["placement"]["enum"] == list(placements.PLACEMENTS)
+    for key, allowed in CHOICES.items():
+        assert properties[key]["enum"] == list(allowed), key
+    readme = (ROOT / "config/README.md").read_text()
+    for name in fields:
+        assert f"| `{name}` |" in readme, name
+
+
+def test_placements_are_defined_once():
+    """The registry is the one list: labels, colours and order come from it, and every entry
+    has a block function whose docstring cites its definition."""
+    assert placements.ORDER == tuple(placements.PLACEMENTS)
+    assert len(set(placements.COLORS.values())) == len(placements.PLACEMENTS)
+    for p in placements.PLACEMENTS.values():
+        assert p.block.__doc__ and p.label
+    text = "".join(p.read_text() for p in (PACKAGE / "studies").rglob("*.py"))
+    assert '"post", "pre"' not in text and '"pre", "post"' not in text  # no second order
+
+
+def test_target_names_and_outputs_are_unique_and_declared_once():
+    names = [t.name for t in TARGETS]
+    assert len(names) == len(set(names))
+    paths = [p for t in TARGETS for p in t.outputs.values()]
+    assert len(paths) == len(set(paths))
+    for t in TARGETS:
+        assert t.caption and t.description and t.reads, t.name
+        assert callable(t.function()), t.name
+        if t.kind == "table":
+            assert t.title, t.name
+
+
+def planned(output: str) -> tuple[dict[str, int], set[str]]:
+    """The job count per rule of a dry run (its 'Job stats' table) and the wildcards of its
+    measure jobs."""
+    stats = output[output.index("Job stats:"):].split("total")[0]
+    counts = {m[1]: int(m[2]) for m in re.finditer(r"^(\w+)\s+(\d+)$", stats, re.M)}
+    measured = set(re.findall(r"^rule measure:\n(?:    .*\n)*?    wildcards: (.*)$", output, re.M))
+    return counts, measured
+
+
+@pytest.mark.workflow
+@pytest.mark.parametrize("target, measured", [
+    ("fig_grad_ratio_by_depth", {"study=stack96, arm=grad, job=all"}),
+    ("fig_increments_by_layer", {"study=varsplit, arm=base, job=depth-64",
+                                 "study=varsplit, arm=init, job=init-torch_default"}),
+])
+def test_a_figure_from_nothing_measures_only_what_it_reads(tmp_path, target, measured):
+    """The default study's dry run of one figure: the measure jobs of the arms it reads, their
+    fits, the figure; nothing else."""
+    work = copy_workflow(tmp_path)
+    counts, jobs = planned(run_snakemake(work, target, "-n").stdout)
+    assert counts == {"measure": len(measured), "fit": len(measured), target: 1}, counts
+    assert jobs == measured
