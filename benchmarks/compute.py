@@ -12,7 +12,7 @@ import torch
 from depthlab.core import model, probes
 from depthlab.core.measure import forward_backward, run_pass
 from depthlab.core.reference import per_seed_loop
-from depthlab.pipeline.cost import layer_flops
+from depthlab.pipeline.cost import cell_flops
 from depthlab.pipeline.settings import RunSettings
 
 
@@ -45,12 +45,6 @@ def gemm_rates(s: RunSettings, repeats: int = 50) -> list[dict]:
         rows.append({"shape": f"{S}x({n}x{k})@({k}x{m})", "product": name,
                      "gflop_s": 2 * S * n * k * m * repeats / seconds / 1e9})
     return rows
-
-
-def cell_flops(s: RunSettings) -> float:
-    """Analytic FLOPs of one cell, forward + backward: depth * seeds * layer_flops
-    (layer_flops = 3 x [2N(4d^2 + 2 d f) + 4 B T^2 d], N = B T rows, f = ffn width)."""
-    return layer_flops(s) * s.depth * s.seeds
 
 
 def measure_path(s: RunSettings) -> dict[str, float]:

@@ -19,8 +19,9 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from benchmarks import compute, plot, workflow
+from benchmarks import compute, endtoend, plot, workflow
 from depthlab.core.runtime import start_compute_job
+from depthlab.pipeline.cost import cell_flops
 from depthlab.pipeline.settings import RunSettings
 
 OUT = workflow.ROOT / "results/benchmarks"
@@ -39,7 +40,7 @@ def cell_rows(s: RunSettings, repeats: int) -> tuple[list[dict], list[dict]]:
     it, then as depthlab's jobs set it) and by the measure path (its first pass after the
     allocator is set, as in a fresh job, then warm repeats); analytic FLOPs and the GEMM limit
     at the cell's sizes."""
-    flops = compute.cell_flops(s)
+    flops = cell_flops(s)
     gemm = compute.gemm_rates(s)
     limit = statistics.harmonic_mean([r["gflop_s"] for r in gemm])
     loop_cell = RunSettings(**{**s.as_columns(), "attention": "torch_mha"})
@@ -107,10 +108,56 @@ def summary(cells: pd.DataFrame, gemm: pd.DataFrame, scale: pd.DataFrame, dag: l
     return "\n".join(lines) + "\n"
 
 
+def end_to_end(base: Path, args) -> dict:
+    """The figures of benchmarks/endtoend.py from one run, flattened into one row."""
+    out = {f"gemm_{k}_gflop_s": v for k, v in endtoend.gemm_limits().items()}
+    out.update({f"same_work_{k}": v for k, v in endtoend.same_work(base).items()})
+    out.update({f"startup_{k}": v for k, v in endtoend.startup(base).items()})
+    for target in ("fig_grad_ratio_by_depth", "fig_increments_by_layer"):
+        out[f"{target}_from_nothing_s"] = endtoend.from_nothing(base, target)["wall_s"]
+    out.update({f"train_{k}": v for k, v in endtoend.train_step().items()})
+    limits = {k: out[f"gemm_{k}_gflop_s"] for k in ("float64", "float32")}
+    out.update({f"default_{k}": v for k, v in endtoend.default_floor(limits).items()})
+    if not args.skip_default_run:
+        out["default_wall_s"] = endtoend.default_run(base)["wall_s"]
+        out["default_over_floor"] = out["default_wall_s"] / out["default_floor_s"]
+    return out
+
+
+def end_to_end_summary(e: dict) -> str:
+    """The end-to-end figures as markdown, ratios first."""
+    lines = [
+        "## End to end (issue 17)",
+        f"- GEMM rates: float64 {e['gemm_float64_gflop_s']:.1f} GFLOP/s, float32 "
+        f"{e['gemm_float32_gflop_s']:.1f} GFLOP/s (the work's shapes)",
+        f"- same work (stack96's two tables): depthlab {e['same_work_depthlab_wall_s']:.1f} s "
+        f"wall, plain scripts {e['same_work_plain_wall_s']:.1f} s: "
+        f"{e['same_work_speedup_wall']:.2f}x faster; CPU {e['same_work_cpu_ratio']:.2f}x, peak "
+        f"memory {e['same_work_memory_ratio']:.2f}x the plain scripts'",
+        f"- Snakemake start-up (`-n`, nothing to run): {e['startup_dry_run_s']:.1f} s, of which "
+        f"the Slurm plugin's import {e['startup_plugin_import_s']:.1f} s; without it "
+        f"{e['startup_dry_run_without_plugin_s']:.1f} s",
+        f"- from nothing: fig_grad_ratio_by_depth {e['fig_grad_ratio_by_depth_from_nothing_s']:.0f}"
+        f" s, fig_increments_by_layer {e['fig_increments_by_layer_from_nothing_s']:.0f} s",
+        f"- training step (L = 24, {e['train_seeds']} seeds): depthlab "
+        f"{1000 * e['train_depthlab_step_s']:.0f} ms, plain loop "
+        f"{1000 * e['train_plain_step_s']:.0f} ms for the same seeds: {e['train_ratio']:.2f}x",
+        f"- default run's FLOP floor: {e['default_init_tflop']:.1f} TFLOP float64 + "
+        f"{e['default_training_tflop']:.1f} TFLOP float32 = {e['default_floor_s'] / 60:.1f} min",
+    ]
+    if "default_wall_s" in e:
+        lines.append(f"- default run (`snakemake --cores 2` from nothing): "
+                     f"{e['default_wall_s'] / 60:.1f} min, {e['default_over_floor']:.2f}x its "
+                     "floor")
+    return "\n".join(lines) + "\n\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--skip-study", action="store_true", help="leave out the whole study")
     parser.add_argument("--skip-dag", action="store_true", help="leave out the 5,000-cell DAG")
+    parser.add_argument("--skip-default-run", action="store_true",
+                        help="leave out the whole default run (about 30 minutes)")
     parser.add_argument("--repeats", type=int, default=3, help="warm passes per measurement")
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--study-dir", type=Path, help="run the whole study here and keep it "
@@ -121,9 +168,11 @@ def main() -> None:
     # the workflow first, while this process holds no memory (it keeps what it frees, as the
     # measure jobs do, and page faults cost seconds per GB on VMs)
     with tempfile.TemporaryDirectory(prefix="depthlab-bench-") as tmp:
+        e2e = end_to_end(Path(tmp), args)
         dag = None if args.skip_dag else workflow.dag_build(workflow.workdir(Path(tmp) / "dag"))
         study = None if args.skip_study else workflow.whole_study(
             workflow.workdir(args.study_dir or Path(tmp) / "study"))
+    pd.DataFrame([e2e]).to_csv(args.out / "endtoend.csv", index=False)
     devices = [("cpu", "float64")]
     if torch.cuda.is_available():
         devices += [("cuda", "float64"), ("cuda", "float32")]
@@ -143,7 +192,7 @@ def main() -> None:
         if rows:
             pd.DataFrame(rows).to_csv(args.out / f"{name}.csv", index=False)
     plot.scaling_figure(scale, cells, args.out / "scaling.png")
-    text = summary(cells, gemm, scale, dag, study)
+    text = end_to_end_summary(e2e) + summary(cells, gemm, scale, dag, study)
     (args.out / "summary.md").write_text(text)
     print(text)
 

@@ -18,7 +18,8 @@ from depthlab.pipeline.grid import study_jobs
 from depthlab.studies import TARGETS
 
 ROOT = Path(__file__).resolve().parents[1]
-COPIED = ("Snakefile", "workflow", "config", "src", "envs", "profiles")
+COPIED = ("Snakefile", "workflow", "config", "src", "envs", "profiles", "data", "docs",
+          "README.md")
 
 
 def workdir(path: Path) -> Path:

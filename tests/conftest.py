@@ -10,9 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from depthlab.core.corpus import fetch_corpus
 from depthlab.pipeline.corpus import CORPUS_SHA256, SHIPPED
+from depthlab.studies import TARGETS
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
@@ -42,6 +44,12 @@ def copy_workflow(dest: Path, source: Path = ROOT) -> Path:
         else:
             shutil.copy2(src, dest / name)
     return dest
+
+
+def tiny_targets() -> list:
+    """The declared targets of the studies config/tiny.yaml runs."""
+    studies = yaml.safe_load((ROOT / "config/tiny.yaml").read_text())["studies"]
+    return [t for t in TARGETS if t.study in studies]
 
 
 DELETE = object()  # an edit that removes the key

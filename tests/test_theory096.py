@@ -79,7 +79,7 @@ def test_omega_probe_recovers_formula_on_independent_gaussian_blocks(block_sd, i
 def test_block_corr_is_gated_and_recovers_a_planted_correlation():
     stream = synthetic_stream(depth=2)
     off = block_independence(None, Trace(stream=stream), RunSettings(depth=2))
-    assert {p.metric for p in off} == {"block_var", "block_stream_corr"}
+    assert {p.metric for p in off} == {"block_var", "block_abs", "block_stream_corr"}
     # plant corr(f_2, f_1) = 0.6
     f1, f2 = stream[1] - stream[0], stream[2] - stream[1]
     stream = [stream[0], stream[1], stream[1] + 0.6 * f1 + 0.8 * f2]
@@ -140,3 +140,13 @@ def test_tiny_theory096_tables(tiny_run):
     assert np.isfinite(slopes).all()
     # a larger output scale makes blocks comparable to the input: a steeper decay
     assert slopes[0, 0] > slopes[-1, 0]
+
+
+def test_block_abs_is_the_gaussian_mean_absolute_value():
+    """For Gaussian block outputs, mean |f_k| = sqrt(2/pi) sd(f_k): the ledger's check of the
+    note's Gaussian form reads this ratio."""
+    stream = synthetic_stream(depth=4)
+    probes = {p.metric: p for p in block_independence(None, Trace(stream=stream),
+                                                      RunSettings(depth=4))}
+    ratio = probes["block_abs"].values / probes["block_var"].values.sqrt()
+    np.testing.assert_allclose(ratio.numpy(), math.sqrt(2 / math.pi), rtol=0.02)

@@ -182,8 +182,8 @@ def test_layerwise_arm_runs_with_its_calibration(tiny_run):
     expect = cal.set_index(["branch", "layer"])["alpha"].sort_index()
     np.testing.assert_array_equal(applied.first().sort_index().to_numpy(), expect.to_numpy())
     assert "branch_scale" not in set(base["metric"])
-    np.testing.assert_array_equal(  # the same weights and input
-        wide(run, "stream_var", "block")[:, 0], wide(base, "stream_var", "block")[:, 0])
-    assert not np.allclose(wide(run, "delta", "attn"), wide(base, "delta", "attn"))
+    # judged on held-out seeds: the calibrated run's seeds follow the base run's
+    assert set(run["seed"]).isdisjoint(set(base["seed"]))
+    assert min(run["seed"]) == max(base["seed"]) + 1
     table = pd.read_csv(tiny_run / "results/tables/uniform_scale.csv")
     assert table["scheme"].str.startswith("layerwise").sum() == 1

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+from conftest import tiny_targets
 
 from depthlab.core.io import read_meta
-from depthlab.studies import TARGETS
 
 pytestmark = pytest.mark.workflow
 
 
 def test_every_target_is_built(tiny_run):
-    for target in TARGETS:
+    for target in tiny_targets():
         for path in target.outputs.values():
             assert (tiny_run / path).stat().st_size > 0, path
 

@@ -19,6 +19,7 @@ os.environ.update(
 from depthlab.claims.schema import load_claims
 from depthlab.pipeline import cost
 from depthlab.pipeline.codehash import BASE, MEASURE_CODE, code_hash, study_code_hash
+from depthlab.pipeline.reuse import reuse
 from depthlab.pipeline.settings import ConfigError
 from depthlab.pipeline.validate import check_config
 from depthlab.studies import TARGETS
@@ -33,6 +34,15 @@ except ConfigError as err:
     sys.exit(f"config error: {err}")  # one line, no traceback, before any job runs
 validate(config, SCHEMA)  # passes now; fills the schema's defaults
 
+# cells whose numbers another job's cell gives are copied from its shard, not measured again
+# (depthlab.pipeline.reuse); calibrated arms and training studies are never shared
+UNSHARED = {
+    (study, arm)
+    for study, spec in config["studies"].items()
+    for arm, arm_spec in spec["arms"].items()
+    if "calibrate_from" in arm_spec or "training" in spec
+}
+REUSED = reuse(list(JOBS.values()), UNSHARED)
 MEASURE_HASH = code_hash(MEASURE_CODE)
 BASE_HASH = code_hash(BASE)
 STUDY_HASH = {study: study_code_hash(study) for study in config["studies"]}
@@ -44,7 +54,7 @@ STUDY_TARGETS = [
     t for t in TARGETS if t.study in config["studies"] and t.arms(ARMS[t.study])
 ]
 # the fits the claims ledger reads: its studies that this config fits (none: no ledger)
-CLAIMED = {entry["measure"].get("fit") for entry in CLAIMS}
+CLAIMED = {entry.get("measure", {}).get("fit") for entry in CLAIMS}
 CLAIM_FITS = sorted(CLAIMED & {t.study for t in STUDY_TARGETS})
 CLAIMS_OUTPUTS = ["results/claims.parquet", "results/claims.md", "results/claims.html"]
 
@@ -72,6 +82,24 @@ def job_of(wildcards):
 def job_cells(wildcards):
     """The cells of one measure job as a sorted JSON string (a change reruns the job)."""
     return job_of(wildcards).cells_json()
+
+
+@signature_cached
+def job_owners(wildcards):
+    """The shards a measure job copies cells from (their owners measure them)."""
+    key = (wildcards.study, wildcards.arm, wildcards.job)
+    return sorted({source.shard for source in REUSED.get(key, {}).values()})
+
+
+@signature_cached
+def job_reused(wildcards):
+    """The cells a measure job copies, label -> [study, arm, job, label] of the owner, as
+    sorted JSON (a change reruns the job)."""
+    copies = REUSED.get((wildcards.study, wildcards.arm, wildcards.job), {})
+    return json.dumps(
+        {label: dataclasses.astuple(source) for label, source in copies.items()},
+        sort_keys=True,
+    )
 
 
 @signature_cached
@@ -143,8 +171,8 @@ def claims_testing(target):
     return [
         e["id"]
         for e in CLAIMS
-        if e["measure"].get("fit") == target.study
-        and e["measure"]["where"].get("arm") in arms
+        if e.get("measure", {}).get("fit") == target.study
+        and {r.get("arm") for r in e["measure"].get("rows", {}).values()} & arms
     ]
 
 

@@ -2,6 +2,8 @@
 
 
 rule measure:
+    input:
+        owners=job_owners,
     output:
         "results/runs/{study}/{arm}/{job}.parquet",
     log:
@@ -16,6 +18,7 @@ rule measure:
         runtime=measure_runtime,
     params:
         cells=job_cells,
+        reused=job_reused,
         code=MEASURE_HASH,
     script:
         "../scripts/measure.py"

@@ -17,3 +17,23 @@ rule docs_figures:
         "docs_figures: the README's key figures, copied to docs/figures/"
     script:
         "../scripts/copy_files.py"
+
+
+# docs/RESULTS.md from this run's ledger, and (in place, between its markers) the README's
+# summary line: committed, run on the default study, so the prose cannot drift from the data
+rule docs_results:
+    """docs/RESULTS.md and the README's summary line from results/claims.parquet"""
+    input:
+        ledger="results/claims.parquet",
+        rules=f"{DEPTHLAB}/docs/claims_rules.md",
+    output:
+        results=f"{DEPTHLAB}/docs/RESULTS.md",
+    log:
+        "logs/docs_results.log",
+    localrule: True
+    conda:
+        "../envs/depthlab.yaml"
+    message:
+        "docs_results: docs/RESULTS.md and the README's summary line from the ledger"
+    script:
+        "../scripts/results_doc.py"

@@ -44,16 +44,35 @@ def one_depth_exponent(factor: float, depth: int) -> float:
 
 def summarise_seeds(frame: pd.DataFrame, keys: list[str], quantity: str) -> pd.DataFrame:
     """seed_summary of `value` (one row per seed) per group of keys, plus the value of the
-    lowest seed (seed0), tagged with the quantity: one fit row per group."""
+    lowest seed (seed0) and every seed's value in seed order (`seeds`, `seed_values`: the claims
+    ledger pairs rows by seed and bootstraps from them), tagged with the quantity: one fit row
+    per group."""
     rows = []
     for group, sub in frame.groupby(keys, sort=True):
         sub = sub.sort_values("seed")
         row = dict(zip(keys, group, strict=True))
         row.update(seed_summary(sub["value"]))
         row["seed0"] = float(sub["value"].iloc[0])
+        row["seeds"] = sub["seed"].astype(int).tolist()
+        row["seed_values"] = sub["value"].astype(float).tolist()
         row["quantity"] = quantity
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def median_interval(values, level: float = 0.95, resamples: int = 10_000,
+                    seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap interval of the median of `values`: the seeds resampled with
+    replacement `resamples` times (numpy's default_rng(seed), so the interval is the same on
+    every run), the `level` central range of the resampled medians (NaN for fewer than two)."""
+    v = np.asarray(values, dtype=float)
+    if len(v) < 2:
+        return float("nan"), float("nan")
+    draws = np.random.default_rng(seed).integers(0, len(v), size=(resamples, len(v)))
+    medians = np.median(v[draws], axis=1)
+    tail = 100 * (1 - level) / 2
+    lo, hi = np.percentile(medians, [tail, 100 - tail])
+    return float(lo), float(hi)
 
 
 def loglog_slopes(frame: pd.DataFrame, keys: list[str], x: str, quantity: str) -> pd.DataFrame:

@@ -24,6 +24,19 @@ def spread(lo: float, hi: float, digits: int = 3) -> str:
     return f"[{fmt(lo, digits)}, {fmt(hi, digits)}]"
 
 
+def ranges(k, ok) -> str:
+    """The values of k (integers) where ok holds, as ranges ('1–3, 20–96'), or 'none'."""
+    out, start = [], None
+    for i, good in enumerate(ok):
+        if good and start is None:
+            start = i
+        if start is not None and (not good or i == len(ok) - 1):
+            end = i if good else i - 1
+            out.append(f"{int(k[start])}" if start == end else f"{int(k[start])}–{int(k[end])}")
+            start = None
+    return ", ".join(out) or "none"
+
+
 HTML_STYLE = """<meta charset="utf-8"><style>
 .depthlab {font-family: sans-serif; font-size: 13px; border-collapse: collapse;}
 .depthlab td, .depthlab th {border: 1px solid #ccc; padding: 3px 6px; text-align: right;}

@@ -1,30 +1,48 @@
 """The schema of config/claims.yaml, checked before any job runs (workflow/rules/common.smk).
 
-One entry per numeric or directional claim of the notes:
+One entry per numeric or directional sentence of the notes, in note order:
 
     - id: stack96.grad_ratio.pre.L96          # unique: letters, digits, . _ -
       note: stack96                           # NOTES
-      claim: "Pre-LN's 2.89 starves the late ones by 2.9x"   # one line, quoted from the note
-      documented: 2.89                        # a number, {value: x, ci: [lo, hi]}, or a direction:
-                                              # {above: x}, {below: x}, {between: [lo, hi]},
-                                              # {contains: x} (the measured interval includes x)
-      reference: 1                            # optional, numbers only: the no-effect value
-      measure:                                # one row of results/fits/<fit>.parquet ...
+      claim: "Pre-LN's 2.89 starves the late ones by 2.9x"   # quoted from the note
+      kind: quantitative                      # KINDS (below)
+      documented: 2.89                        # by kind (below)
+      statistic: median                       # STATISTICS: what the note quotes of the seeds
+      measure:                                # rows of results/fits/<fit>/<arm>.parquet
         fit: stack96
-        where: {quantity: grad_ratio, arm: grad, placement: pre, depth: 96, variant: baseline}
-        field: median                         # FIELDS
-      # ... or  measure: {not_measured: "<why the pipeline cannot measure it>"}
-      tolerance:                              # set from the note's precision, before any run
-        abs: 0.005                            # numbers: exactly one of rel, abs, documented_ci
-        compare: seed_range                   # COMPARES: what of the measurement is compared
+        rows:                                 # named selections; `along` makes a series
+          r: {quantity: grad_ratio, arm: grad, placement: pre, depth: 96}
+        value: r                              # per-seed expression of the rows (default: the row)
+      tolerance:                              # from the note's precision, set before the run
+        half_unit: 0.005                      # quantitative, invariance: half a unit of the last
+                                              # printed digit; curve: rel (a relative band)
         reason: "..."                         # required
-      setting_dependent: "..."                # optional: the note leaves a setting open
+      readings:                               # optional: the same claim under another value of a
+        - setting: "loss"                     # setting the note leaves open, or another statistic
+          label: "cross-entropy"
+          rows: {r: {arm: sens_loss}}         # overrides of the primary rows
+      reference: 1                            # optional: the no-effect value (said in the notes)
+      restates: other.id                      # instead of measuring: the verdict of that entry
+
+Kinds and their `documented`:
+- quantitative: a number, or {value, ci: [lo, hi], n} when the note gives its own 95% interval;
+- directional: {above: x}, {below: x}, {between: [lo, hi]} or {contains: x};
+- invariance: {} or {value: x}: the rows are one quantity across arms, depths or layers;
+- curve: {formula: "<numpy expression in k>", origin: 0 or 1}: per-k agreement of a series;
+- arithmetic: a number the note computes (sqrt(96)); `measure: {value: "sqrt(96)"}`;
+- not_measurable: no documented value; `why` says why.
+
+`changelog:` (top level) records every change of a rule, tolerance or measurement with its date,
+why, and whether a result had been seen; its last entry carries the `fingerprint` of the entries'
+rules (`fingerprint`), so a rule cannot change without an entry (tests/test_claims.py).
 
 Light on purpose (PyYAML and the target declarations only): the Snakefile reads it at parse time.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from pathlib import Path
 
@@ -33,14 +51,17 @@ import yaml
 from depthlab.pipeline.settings import ConfigError
 from depthlab.studies import STUDIES
 
-NOTES = ("stack96", "varsplit", "theory096", "monitor", "training")
+NOTES = ("varsplit", "stack96", "theory096", "monitor", "training")
 FITS = tuple(sorted(STUDIES))  # the studies the pipeline fits
-FIELDS = ("median", "mean", "seed0", "min", "max")
-COMPARES = ("point", "seed_range", "ci")
+KINDS = ("quantitative", "directional", "invariance", "curve", "arithmetic", "not_measurable")
+STATISTICS = ("median", "mean", "seed0", "all", "value")
 DIRECTIONS = ("above", "below", "between", "contains")
-REQUIRED = ("id", "note", "claim", "documented", "measure", "tolerance")
-OPTIONAL = ("reference", "setting_dependent")
+ENTRY_KEYS = ("id", "note", "claim", "kind", "documented", "statistic", "measure", "tolerance",
+              "readings", "reference", "restates", "why")
+ROW_EXTRA = ("along", "range")  # row-spec keys that are not fit columns
 ID = re.compile(r"^[A-Za-z0-9_.\-]+$")
+NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+RULE_KEYS = ("kind", "documented", "statistic", "measure", "tolerance", "readings", "restates")
 
 
 class ClaimsError(ConfigError):
@@ -68,106 +89,162 @@ def _keys(where: str, node, allowed: tuple, required: tuple = ()) -> None:
 
 
 def direction(documented) -> str | None:
-    """The direction of a directional claim ('above', ...), None for a numeric one."""
+    """The direction of a directional claim ('above', ...), None otherwise."""
     if isinstance(documented, dict) and len(documented) == 1:
         key = next(iter(documented))
         return key if key in DIRECTIONS else None
     return None
 
 
-def _check_documented(where: str, doc) -> None:
-    if _number(doc):
-        return
-    if not isinstance(doc, dict):
-        raise ClaimsError(f"{where}={doc!r} must be a number or a mapping")
-    kind = direction(doc)
-    if kind == "between":
-        if not _pair(doc[kind]):
-            raise ClaimsError(f"{where}.{kind}={doc[kind]!r} must be [lo, hi] with lo <= hi")
-    elif kind is not None:
-        if not _number(doc[kind]):
-            raise ClaimsError(f"{where}.{kind}={doc[kind]!r} must be a number")
-    else:
-        _keys(where, doc, ("value", "ci", *DIRECTIONS), ("value",))
-        if not _number(doc["value"]):
+def _check_documented(where: str, kind: str, doc) -> None:
+    if kind == "quantitative":
+        if _number(doc):
+            return
+        _keys(where, doc, ("value", "ci", "n"), ("value", "ci", "n"))
+        if not _number(doc["value"]) or not _pair(doc["ci"]) or not isinstance(doc["n"], int):
+            raise ClaimsError(f"{where}={doc!r} must be a number, or value, ci: [lo, hi] and n")
+    elif kind == "directional":
+        key = direction(doc)
+        if key is None:
+            raise ClaimsError(f"{where}={doc!r} must be one of {{above|below|contains: x}} or "
+                              "{between: [lo, hi]}")
+        if not (_pair(doc[key]) if key == "between" else _number(doc[key])):
+            raise ClaimsError(f"{where}.{key}={doc[key]!r} is not a number or [lo, hi]")
+    elif kind == "invariance":
+        _keys(where, doc, ("value",))
+        if "value" in doc and not _number(doc["value"]):
             raise ClaimsError(f"{where}.value={doc['value']!r} must be a number")
-        if "ci" in doc and not _pair(doc["ci"]):
-            raise ClaimsError(f"{where}.ci={doc['ci']!r} must be [lo, hi] with lo <= hi")
-        extra = [k for k in doc if k in DIRECTIONS]
-        if extra:
-            raise ClaimsError(f"{where}: {extra[0]!r} cannot be combined with 'value'")
+    elif kind == "curve":
+        _keys(where, doc, ("formula", "origin"), ("formula", "origin"))
+        if not isinstance(doc["formula"], str) or doc["origin"] not in (0, 1):
+            raise ClaimsError(f"{where}={doc!r}: formula must be a string, origin 0 or 1")
+
+
+def _check_rows(where: str, rows, partial: bool = False) -> None:
+    if not isinstance(rows, dict) or not rows:
+        raise ClaimsError(f"{where}={rows!r} must be a mapping of named row selections")
+    for name, spec in rows.items():
+        if not NAME.match(str(name)):
+            raise ClaimsError(f"{where}: row name {name!r} must be a lower-case identifier")
+        if not isinstance(spec, dict) or (not partial and "quantity" not in spec):
+            raise ClaimsError(f"{where}.{name}={spec!r} must be a mapping with a 'quantity'")
+        for key, value in spec.items():
+            if key == "range":
+                if not _pair(value):
+                    raise ClaimsError(f"{where}.{name}.range={value!r} must be [lo, hi]")
+            elif value is not None and not isinstance(value, str | int | float):
+                raise ClaimsError(f"{where}.{name}.{key}={value!r} must be a scalar")
 
 
 def _check_measure(where: str, measure, fits: tuple) -> None:
-    if isinstance(measure, dict) and "not_measured" in measure:
-        _keys(where, measure, ("not_measured",))
-        if not isinstance(measure["not_measured"], str) or not measure["not_measured"].strip():
-            raise ClaimsError(f"{where}.not_measured={measure['not_measured']!r} must say why")
-        return
-    _keys(where, measure, ("fit", "where", "field"), ("fit", "where", "field"))
+    _keys(where, measure, ("fit", "rows", "value"), ("fit", "rows"))
     if measure["fit"] not in fits:
         raise ClaimsError(f"{where}.fit={measure['fit']!r} is not a fitted study "
                           f"(one of {', '.join(fits)})")
-    sel = measure["where"]
-    if not isinstance(sel, dict) or "quantity" not in sel:
-        raise ClaimsError(f"{where}.where={sel!r} must be a mapping with a 'quantity'")
-    for key, value in sel.items():
-        if value is not None and not isinstance(value, str | int | float):
-            raise ClaimsError(f"{where}.where.{key}={value!r} must be a scalar")
-    if measure["field"] not in FIELDS:
-        raise ClaimsError(f"{where}.field={measure['field']!r} is not one of {list(FIELDS)}")
+    _check_rows(f"{where}.rows", measure["rows"])
+    if "value" not in measure and len(measure["rows"]) != 1:
+        raise ClaimsError(f"{where}: several rows need a `value` expression")
+    if "value" in measure and not isinstance(measure["value"], str):
+        raise ClaimsError(f"{where}.value={measure['value']!r} must be an expression string")
 
 
-def _check_tolerance(where: str, tol, doc) -> None:
-    _keys(where, tol, ("rel", "abs", "documented_ci", "compare", "reason"), ("reason",))
+def _check_tolerance(where: str, kind: str, tol) -> None:
+    allowed = {"quantitative": ("half_unit",), "invariance": ("half_unit",), "curve": ("rel",),
+               "directional": ()}[kind]
+    _keys(where, tol, (*allowed, "reason"), (*allowed, "reason"))
     if not isinstance(tol["reason"], str) or not tol["reason"].strip():
         raise ClaimsError(f"{where}.reason={tol['reason']!r} must say why (a non-empty string)")
-    compare = tol.get("compare", "point")
-    if compare not in COMPARES:
-        raise ClaimsError(f"{where}.compare={compare!r} is not one of {list(COMPARES)}")
-    bands = [k for k in ("rel", "abs", "documented_ci") if k in tol]
-    kind = direction(doc)
-    if kind is not None:
-        if bands:
-            raise ClaimsError(f"{where}.{bands[0]}={tol[bands[0]]!r}: a directional claim "
-                              f"({kind}) has no band, only compare")
-        if kind == "contains" and compare == "point":
-            raise ClaimsError(f"{where}.compare='point': 'contains' needs seed_range or ci")
-        return
-    if len(bands) != 1:
-        raise ClaimsError(f"{where}: needs exactly one of rel, abs, documented_ci, got "
-                          f"{bands or 'none'}")
-    band = bands[0]
-    if band == "documented_ci":
-        if tol[band] is not True or not (isinstance(doc, dict) and "ci" in doc):
-            raise ClaimsError(f"{where}.documented_ci={tol[band]!r} needs true and a "
-                              "documented ci")
-    elif not _number(tol[band]) or tol[band] < 0:
-        raise ClaimsError(f"{where}.{band}={tol[band]!r} must be a number >= 0")
+    for key in allowed:
+        if not _number(tol[key]) or tol[key] < 0:
+            raise ClaimsError(f"{where}.{key}={tol[key]!r} must be a number >= 0")
 
 
-def check_entry(entry, fits: tuple = FITS) -> None:
+def _check_readings(where: str, readings, primary: dict) -> None:
+    if not isinstance(readings, list) or not readings:
+        raise ClaimsError(f"{where}={readings!r} must be a non-empty list")
+    for i, reading in enumerate(readings):
+        at = f"{where}[{i}]"
+        _keys(at, reading, ("setting", "label", "rows", "statistic", "value", "documented"),
+              ("setting", "label"))
+        if not {"rows", "statistic", "value", "documented"} & set(reading):
+            raise ClaimsError(f"{at}: a reading changes the rows, statistic, value or "
+                              "documented value")
+        if "rows" in reading:
+            _check_rows(f"{at}.rows", reading["rows"], partial=True)
+            for name in reading["rows"]:
+                if name not in primary:
+                    raise ClaimsError(f"{at}.rows.{name}: no such row in measure.rows")
+        if reading.get("statistic", "median") not in STATISTICS:
+            raise ClaimsError(f"{at}.statistic={reading['statistic']!r} is not one of "
+                              f"{list(STATISTICS)}")
+
+
+def check_entry(entry, fits: tuple = FITS, earlier: set | None = None) -> None:
     """Raise ClaimsError for the first problem of one entry (message: '<id>: <key>...')."""
     if not isinstance(entry, dict):
         raise ClaimsError(f"entry {entry!r} must be a mapping")
     name = entry.get("id")
     if not isinstance(name, str) or not ID.match(name):
         raise ClaimsError(f"id={name!r} must be a string of letters, digits, '.', '_', '-'")
-    _keys(name, entry, REQUIRED + OPTIONAL, REQUIRED)
+    _keys(name, entry, ENTRY_KEYS, ("note", "claim", "kind"))
     if entry["note"] not in NOTES:
         raise ClaimsError(f"{name}: note={entry['note']!r} is not one of {list(NOTES)}")
     if not isinstance(entry["claim"], str) or not entry["claim"].strip():
         raise ClaimsError(f"{name}: claim={entry['claim']!r} must quote the note")
-    _check_documented(f"{name}: documented", entry["documented"])
-    if "reference" in entry and (not _number(entry["reference"])
-                                 or direction(entry["documented"])):
-        raise ClaimsError(f"{name}: reference={entry['reference']!r} must be a number, and "
-                          "only for a numeric claim")
+    kind = entry["kind"]
+    if kind not in KINDS:
+        raise ClaimsError(f"{name}: kind={kind!r} is not one of {list(KINDS)}")
+    if "restates" in entry:
+        if entry["restates"] not in (earlier or set()):
+            raise ClaimsError(f"{name}: restates={entry['restates']!r} is not an earlier entry")
+        extra = [k for k in entry if k not in ("id", "note", "claim", "kind", "restates")]
+        if extra:
+            raise ClaimsError(f"{name}: a restatement has no {extra[0]!r} of its own")
+        return
+    if kind == "not_measurable":
+        if not isinstance(entry.get("why"), str) or not entry["why"].strip():
+            raise ClaimsError(f"{name}: why={entry.get('why')!r} must say why it is not "
+                              "measurable")
+        extra = [k for k in entry if k in ("documented", "statistic", "measure", "tolerance")]
+        if extra:
+            raise ClaimsError(f"{name}: a not_measurable entry has no {extra[0]!r}")
+        return
+    if kind == "arithmetic":
+        _keys(name, entry, ("id", "note", "claim", "kind", "documented", "measure", "tolerance"),
+              ("documented", "measure", "tolerance"))
+        _keys(f"{name}: measure", entry["measure"], ("value",), ("value",))
+        if not _number(entry["documented"]):
+            raise ClaimsError(f"{name}: documented={entry['documented']!r} must be a number")
+        _check_tolerance(f"{name}: tolerance", "quantitative", entry["tolerance"])
+        return
+    for key in ("documented", "statistic", "measure", "tolerance"):
+        if key not in entry:
+            raise ClaimsError(f"{name}: missing key {key!r}")
+    _check_documented(f"{name}: documented", kind, entry["documented"])
+    if entry["statistic"] not in STATISTICS:
+        raise ClaimsError(f"{name}: statistic={entry['statistic']!r} is not one of "
+                          f"{list(STATISTICS)}")
     _check_measure(f"{name}: measure", entry["measure"], fits)
-    _check_tolerance(f"{name}: tolerance", entry["tolerance"], entry["documented"])
-    if "setting_dependent" in entry and not isinstance(entry["setting_dependent"], str):
-        raise ClaimsError(f"{name}: setting_dependent={entry['setting_dependent']!r} must be "
-                          "a string saying which setting")
+    _check_tolerance(f"{name}: tolerance", kind, entry["tolerance"])
+    if "readings" in entry:
+        _check_readings(f"{name}: readings", entry["readings"], entry["measure"]["rows"])
+    if "reference" in entry and not _number(entry["reference"]):
+        raise ClaimsError(f"{name}: reference={entry['reference']!r} must be a number")
+
+
+def fingerprint(entries: list[dict]) -> str:
+    """sha256 (16 hex digits) of every entry's rules: its kind, documented value, statistic,
+    measurement, tolerance, readings and what it restates, by id."""
+    rules = {e["id"]: {k: e[k] for k in RULE_KEYS if k in e} for e in entries}
+    return hashlib.sha256(json.dumps(rules, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _check_changelog(log) -> None:
+    if not isinstance(log, list) or not log:
+        raise ClaimsError("changelog: must be a non-empty list")
+    for i, item in enumerate(log):
+        _keys(f"changelog[{i}]", item, ("date", "change", "why", "results_seen", "fingerprint"),
+              ("date", "change", "why", "results_seen"))
 
 
 def check_claims(data, fits: tuple = FITS) -> list[dict]:
@@ -175,28 +252,36 @@ def check_claims(data, fits: tuple = FITS) -> list[dict]:
     if not isinstance(data, dict) or not isinstance(data.get("claims"), list):
         raise ClaimsError("must be a mapping with a list under 'claims'")
     for key in data:
-        if key not in ("claims", "reasons"):
-            raise ClaimsError(f"unknown top-level key {key!r} (allowed: claims, reasons)")
-    seen = set()
+        if key not in ("claims", "reasons", "shared", "changelog"):
+            raise ClaimsError(f"unknown top-level key {key!r} (allowed: changelog, reasons, "
+                              "shared, claims)")
+    if "changelog" in data:
+        _check_changelog(data["changelog"])
+    seen: set[str] = set()
     for entry in data["claims"]:
-        check_entry(entry, fits)
+        check_entry(entry, fits, seen)
         if entry["id"] in seen:
             raise ClaimsError(f"id={entry['id']!r} is used twice")
         seen.add(entry["id"])
     return data["claims"]
 
 
-def load_claims(path: str | Path, fits: tuple = FITS) -> list[dict]:
-    """The checked entries of a claims file; ClaimsError (one line, naming the file) if the
-    file is missing, not YAML, or has a bad entry."""
+def read_claims_file(path: str | Path) -> dict:
+    """The parsed claims file; ClaimsError (one line, naming the file) if missing or not YAML."""
     path = Path(path)
     if not path.is_file():
         raise ClaimsError(f"claims={str(path)!r}: no such file")
     try:
-        data = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        return yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as err:
         first = str(err).splitlines()[0]
         raise ClaimsError(f"claims={str(path)!r}: not YAML ({first})") from None
+
+
+def load_claims(path: str | Path, fits: tuple = FITS) -> list[dict]:
+    """The checked entries of a claims file; ClaimsError (one line, naming the file) if the
+    file is missing, not YAML, or has a bad entry."""
+    data = read_claims_file(path)
     try:
         return check_claims(data, fits)
     except ClaimsError as err:

@@ -101,14 +101,20 @@ def measure_cell(
 
 
 def measure_job(job: Job, branch_scales: dict[str, BranchScales] | None = None,
-                done: Callable[[str], None] | None = None) -> pd.DataFrame:
+                done: Callable[[str], None] | None = None,
+                copies: dict[str, pd.DataFrame] | None = None) -> pd.DataFrame:
     """All cells of one job, tagged with study, arm, job and cell label columns;
     branch_scales, if given, holds the per-layer branch scales of every cell by its label;
-    done(label), if given, is called as each cell finishes (a progress line)."""
+    copies, the rows of the cells another job's shard already holds (by label; not measured
+    again, depthlab.core.records.copied_rows); done(label), if given, is called as each cell
+    finishes (a progress line)."""
     frames = []
     for cell in job.cells:
         scales = None if branch_scales is None else branch_scales[cell.label]
-        frame = measure_cell(cell.settings, f"{job.study}/{job.arm}/{cell.label}", scales)
+        if copies and cell.label in copies:
+            frame = copies[cell.label]
+        else:
+            frame = measure_cell(cell.settings, f"{job.study}/{job.arm}/{cell.label}", scales)
         frames.append(tag(frame, job.study, job.arm, job.job, cell.label))
         if done is not None:
             done(cell.label)

@@ -5,8 +5,10 @@ Python and dispatch overhead of a loop over small matrices is paid once. Seed s 
 exactly the model that `torch.manual_seed(seed_s)` followed by building PyTorch modules gives.
 
 Each block is its placement's block function (depthlab.pipeline.placements) run on the
-sublayer operations of `BlockOps`. Pre-LN and Post-LN equal
-`nn.TransformerEncoderLayer(norm_first=True/False)` with the same weights and dropout 0 (tested).
+sublayer operations of `BlockOps`; the registry entry also says which norms and gates a block
+has, whether a placement draws its own init, scales its skip path, carries a second stream or
+normalises the input. Pre-LN and Post-LN equal `nn.TransformerEncoderLayer(norm_first=True/False)`
+with the same weights and dropout 0 (tested).
 """
 
 from __future__ import annotations
@@ -23,9 +25,6 @@ from depthlab.pipeline.placements import PLACEMENTS
 from depthlab.pipeline.settings import RunSettings
 
 BLOCK_WEIGHTS = ("wq", "wk", "wv", "wo", "w1", "w2")
-BLOCK_PARAMS = BLOCK_WEIGHTS + (
-    "bq", "bk", "bv", "bo", "b1", "b2", "ln1_w", "ln1_b", "ln2_w", "ln2_b"
-)
 
 
 def torch_dtype(name: str) -> torch.dtype:
@@ -34,7 +33,8 @@ def torch_dtype(name: str) -> torch.dtype:
 
 @dataclass
 class StackParams:
-    """Leaf tensors of a seed-batched stack: blocks[l][name] has shape (S, ...)."""
+    """Leaf tensors of a seed-batched stack: blocks[l][name] has shape (S, ...); final holds the
+    leaves outside the blocks (final LN, head, an input LN: embed_ln_w/b)."""
 
     blocks: list[dict[str, Tensor]]
     final: dict[str, Tensor]
@@ -56,29 +56,41 @@ class Draw:
 class Trace:
     """Named hook points of one forward pass, all of shape (S, N, d) with N = batch * tokens.
 
-    stream[l] is the residual stream after block l (stream[0] is the input), mid[l-1] the
-    stream between the two sublayers of block l, attn[l-1]/mlp[l-1] the branch outputs of
-    block l before any residual scale or norm, head_input the tensor the loss head reads.
+    stream[l] is the residual stream after block l (stream[0] is the input, after the
+    placement's input LN if it has one), mid[l-1] the stream between the two sublayers of block
+    l, attn[l-1]/mlp[l-1] the branch outputs of block l before any residual scale, gate or norm,
+    carry[l] the second stream after block l of a placement that carries one (carry[0] the
+    input; else empty), head_input the tensor the loss head reads.
     """
 
     stream: list[Tensor] = field(default_factory=list)
     mid: list[Tensor] = field(default_factory=list)
     attn: list[Tensor] = field(default_factory=list)
     mlp: list[Tensor] = field(default_factory=list)
+    carry: list[Tensor] = field(default_factory=list)
+    # per block, (S,) each: the sd of what the attention and FFN branches read, and the fraction
+    # of the FFN's hidden units that are active (act(W1 x + b1) > 0)
+    attn_in_sd: list[Tensor] = field(default_factory=list)
+    mlp_in_sd: list[Tensor] = field(default_factory=list)
+    ffn_active: list[Tensor] = field(default_factory=list)
     head_input: Tensor | None = None
     block_grad_sq: Tensor | None = None  # (S, L) squared gradient norm per block (probes.backward)
 
 
 def _block_shapes(s: RunSettings) -> dict[str, tuple[int, ...]]:
-    """Shape of each block parameter of one seed, in PyTorch's module construction order."""
+    """Shape of each block parameter of one seed, in PyTorch's module construction order, then
+    the placement's norms and gates (a gate is one scalar)."""
+    placement = PLACEMENTS[s.placement]
     d, f = s.d_model, s.ffn_mult * s.d_model
     shapes: dict[str, tuple[int, ...]] = {}
     for name, (n_out, n_in) in {
         "q": (d, d), "k": (d, d), "v": (d, d), "o": (d, d), "1": (f, d), "2": (d, f)
     }.items():
         shapes[f"w{name}"], shapes[f"b{name}"] = (n_out, n_in), (n_out,)
-    for ln in ("ln1", "ln2"):
+    for ln in placement.norms:
         shapes[f"{ln}_w"], shapes[f"{ln}_b"] = (d,), (d,)
+    for gate in placement.gates:
+        shapes[gate] = ()
     return shapes
 
 
@@ -90,9 +102,21 @@ def _linear_init(weight: Tensor, bias: Tensor, g: torch.Generator) -> None:
     nn.init.uniform_(bias, -bound, bound, generator=g)
 
 
+def _redraw(w: dict[str, Tensor], gains: dict[str, float], g: torch.Generator) -> None:
+    """A placement's own init (its `init_gains`): each named weight re-drawn from `g` by
+    xavier_normal_ with its gain, std = gain * sqrt(2 / (fan_in + fan_out)), in the given
+    order; every bias zero (fills draw nothing)."""
+    for name, gain in gains.items():
+        nn.init.xavier_normal_(w[name], gain=gain, generator=g)
+    for name in ("q", "k", "v", "o", "1", "2"):
+        w[f"b{name}"].zero_()
+
+
 def _draw_block(s: RunSettings, w: dict[str, Tensor], g: torch.Generator) -> None:
     """Fill one seed's block parameters `w` (contiguous, one seed's shapes) in place from `g`,
-    drawing exactly what building PyTorch's modules would draw, in their order."""
+    drawing exactly what building PyTorch's modules would draw, in their order; then a
+    placement's own init re-draws (DeepNorm), then out_scale, then norms 1/0 and gates 0."""
+    placement = PLACEMENTS[s.placement]
     if s.init == "fan_in":
         # weights ~ N(0, 1/fan_in), biases zero: each linear map preserves variance
         for name in ("q", "k", "v", "o", "1", "2"):
@@ -113,12 +137,16 @@ def _draw_block(s: RunSettings, w: dict[str, Tensor], g: torch.Generator) -> Non
             linears = ("q", "k", "v", "o", "1", "2")
         for name in linears:
             _linear_init(w[f"w{name}"], w[f"b{name}"], g)
+    if placement.init_gains is not None:
+        _redraw(w, placement.init_gains(s.depth), g)
     if s.out_scale != 1.0:
         w["wo"].mul_(s.out_scale)
         w["w2"].mul_(s.out_scale)
-    for ln in ("ln1", "ln2"):
+    for ln in placement.norms:
         w[f"{ln}_w"].fill_(1.0)
         w[f"{ln}_b"].zero_()
+    for gate in placement.gates:
+        w[gate].zero_()
 
 
 def _scratch(s: RunSettings, shapes: dict[str, tuple[int, ...]], kw: dict) -> dict[str, Tensor]:
@@ -143,7 +171,8 @@ def _stacked(S: int, shape: tuple[int, ...], kw: dict) -> Tensor:
 def build(s: RunSettings, seeds: list[int]) -> tuple[StackParams, Draw]:
     """Weights, input and target for each seed, from the seed's own generator
     (`torch.Generator().manual_seed(seed)`, the stream `torch.manual_seed(seed)` starts): the
-    blocks as PyTorch's modules draw them, the loss head, then x, then the target.
+    blocks as PyTorch's modules draw them (each followed by its placement's own init re-draws,
+    if any), the loss head, then x, then the target.
 
     Each parameter is allocated once with its seed axis; the seeds are filled in parallel, on
     as many threads as torch's intra-op thread count (each writes its own slices, so the numbers
@@ -156,6 +185,8 @@ def build(s: RunSettings, seeds: list[int]) -> tuple[StackParams, Draw]:
     shapes = _block_shapes(s)
     blocks = [{k: _stacked(S, shape, kw) for k, shape in shapes.items()} for _ in range(s.depth)]
     final = {"ln_w": torch.ones(S, d, **kw), "ln_b": torch.zeros(S, d, **kw)}
+    if PLACEMENTS[s.placement].embed_norm:
+        final["embed_ln_w"], final["embed_ln_b"] = torch.ones(S, d, **kw), torch.zeros(S, d, **kw)
     if s.loss == "cross_entropy":
         final["head_w"] = torch.empty(S, s.head_classes, d, **kw)
         final["head_b"] = torch.empty(S, s.head_classes, **kw)
@@ -216,10 +247,15 @@ def attention(x: Tensor, p: dict[str, Tensor], s: RunSettings) -> Tensor:
     return linear(o, p["wo"], p["bo"])
 
 
+def mlp_hidden(x: Tensor, p: dict[str, Tensor], s: RunSettings) -> Tensor:
+    """The feed-forward branch's hidden activation act(W1 x + b1), (S, N, ffn width)."""
+    act = F.relu_ if s.activation == "relu" else F.gelu  # in place: baddbmm's grad needs no output
+    return act(linear(x, p["w1"], p["b1"]))
+
+
 def mlp(x: Tensor, p: dict[str, Tensor], s: RunSettings) -> Tensor:
     """The feed-forward branch W2 act(W1 x + b1) + b2."""
-    act = F.relu_ if s.activation == "relu" else F.gelu  # in place: baddbmm's grad needs no output
-    return linear(act(linear(x, p["w1"], p["b1"])), p["w2"], p["b2"])
+    return linear(mlp_hidden(x, p, s), p["w2"], p["b2"])
 
 
 def _join(x: Tensor, skip: float, branch: Tensor, scale: float) -> Tensor:
@@ -234,45 +270,51 @@ def _join(x: Tensor, skip: float, branch: Tensor, scale: float) -> Tensor:
 class BlockOps:
     """The sublayer operations a placement's block function is written against (see
     depthlab.pipeline.placements) for one block: its parameters p, the settings, the branch
-    scales (a_attn, a_mlp) and the trace that records mid, attn and mlp."""
+    scales (a_attn, a_mlp), the trace that records mid, attn and mlp, the block's index
+    (1..L) and the second stream it adds to (placements with `carry`, else None)."""
 
     p: dict[str, Tensor]
     s: RunSettings
     scale: tuple[float, float]
     trace: Trace
+    layer: int
+    carry: Tensor | None = None
 
     def attn(self, x: Tensor) -> Tensor:
+        self.trace.attn_in_sd.append(x.detach().std(dim=(1, 2)))
         a = attention(x, self.p, self.s)
         self.trace.attn.append(a)
         return a
 
     def mlp(self, x: Tensor) -> Tensor:
-        m = mlp(x, self.p, self.s)
+        self.trace.mlp_in_sd.append(x.detach().std(dim=(1, 2)))
+        hidden = mlp_hidden(x, self.p, self.s)
+        self.trace.ffn_active.append((hidden.detach() > 0).mean(dim=(1, 2), dtype=x.dtype))
+        m = linear(hidden, self.p["w2"], self.p["b2"])
         self.trace.mlp.append(m)
         return m
 
     def norm(self, name: str, x: Tensor) -> Tensor:
         return layer_norm(x, self.p[f"{name}_w"], self.p[f"{name}_b"])
 
+    def gate(self, name: str, branch: Tensor) -> Tensor:
+        """The block's scalar `name` (one per seed, shape (S,)) times branch."""
+        return self.p[name].view(-1, 1, 1) * branch
+
     def add(self, x: Tensor, branch: Tensor, which: str) -> Tensor:
-        """s.skip_scale * x + the branch times its scale (1 unless the placement scales
-        branches); DeepNorm's alpha is a skip scale."""
+        """c * x + the branch times its scale (1 unless the placement scales branches);
+        c = s.skip, skip_scale or the placement's own (DeepNorm's alpha)."""
         scaled = PLACEMENTS[self.s.placement].branch_scales
         scale = self.scale[0 if which == "attn" else 1] if scaled else 1.0
-        return _join(x, self.s.skip_scale, branch, scale)
+        return _join(x, self.s.skip, branch, scale)
 
     def between(self, h: Tensor) -> Tensor:
         self.trace.mid.append(h)
         return h
 
-
-def block(
-    x: Tensor, p: dict[str, Tensor], s: RunSettings, scale: tuple[float, float], trace: Trace
-) -> Tensor:
-    """One block of the settings' placement; records mid, attn, mlp into trace. scale=(a_attn,
-    a_mlp) multiplies the branch outputs before they join the stream (placements with
-    branch_scales); s.skip_scale multiplies the skip path of both sublayers."""
-    return PLACEMENTS[s.placement].block(x, BlockOps(p, s, scale, trace))
+    def accumulate(self, branch: Tensor) -> None:
+        """Adds branch to the carried second stream (ResiDual's x_d)."""
+        self.carry = self.carry + branch
 
 
 def forward(
@@ -283,20 +325,37 @@ def forward(
 ) -> tuple[Tensor, Trace]:
     """Run the stack on x (S, B, T, d); returns the head input (S, N, d) and the trace.
 
-    branch_scales[l] = (alpha_attn, alpha_mlp) of block l+1; default residual_scale for both.
+    Each block is its placement's block function on BlockOps; branch_scales[l] = (alpha_attn,
+    alpha_mlp) of block l+1 multiplies its branch outputs before they join the stream
+    (placements with branch_scales), default residual_scale for both; s.skip multiplies the skip
+    path of both sublayers. The head input is the last stream after the final LN (if any), or
+    for a placement that carries a second stream, the last stream plus the final LN of it.
     """
+    placement = PLACEMENTS[s.placement]
     S = x.shape[0]
     h = x.reshape(S, -1, s.d_model)
-    trace = Trace(stream=[h])
+    if placement.embed_norm:
+        h = layer_norm(h, params.final["embed_ln_w"], params.final["embed_ln_b"])
+    trace = Trace(stream=[h], carry=[h] if placement.carry else [])
     uniform = (s.residual_scale, s.residual_scale)
     for layer, p in enumerate(params.blocks):
         scale = branch_scales[layer] if branch_scales is not None else uniform
-        h = block(h, p, s, scale, trace)
+        ops = BlockOps(p, s, scale, trace, layer + 1, trace.carry[-1] if placement.carry else None)
+        h = placement.block(h, ops)
         trace.stream.append(h)
-    if s.uses_final_norm:
-        h = layer_norm(h, params.final["ln_w"], params.final["ln_b"])
+        if placement.carry:
+            trace.carry.append(ops.carry)
+    if placement.carry:
+        carry = trace.carry[-1]
+        h = h + (_final_norm(carry, params) if s.uses_final_norm else carry)
+    elif s.uses_final_norm:
+        h = _final_norm(h, params)
     trace.head_input = h
     return h, trace
+
+
+def _final_norm(h: Tensor, params: StackParams) -> Tensor:
+    return layer_norm(h, params.final["ln_w"], params.final["ln_b"])
 
 
 def per_seed_loss(y: Tensor, params: StackParams, draw: Draw, s: RunSettings) -> Tensor:

@@ -3,7 +3,8 @@
 Each probe returns `Probe` records: a metric name, a sublayer label, the layer indices and a
 (S, n_layers) tensor of values, one row per seed. Layers count blocks from 1; layer 0 is the
 input to the first block. All statistics are dimensionless unless said otherwise (the model's
-activations are in units of the input's standard deviation, which is 1).
+activations are in units of the input's standard deviation, which is 1). A probe that does not
+apply to a placement (by its registry flags) returns nothing.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from itertools import pairwise
 import torch
 from torch import Tensor
 
-from depthlab.core.model import BLOCK_PARAMS, BLOCK_WEIGHTS, StackParams, Trace
+from depthlab.core.model import BLOCK_WEIGHTS, StackParams, Trace
+from depthlab.pipeline.placements import PLACEMENTS
 from depthlab.pipeline.settings import RunSettings
 
 
@@ -44,8 +46,8 @@ def grad_norm(params: StackParams, trace: Trace, s: RunSettings) -> list[Probe]:
     """The "layer gradient" of block l, per seed, by `grad_of`:
 
     params:  Frobenius norm of dLoss/dθ over all parameters of the block (attention and FFN
-             weights and biases, both LayerNorm gains and biases); the final LayerNorm and the
-             head belong to no block.
+             weights and biases, its LayerNorms' gains and biases, its gates); the final (and
+             an input) LayerNorm and the head belong to no block.
     weights: the same over the six weight matrices only (Wq, Wk, Wv, Wo, W1, W2).
     input:   Frobenius norm of dLoss/dx over the block's input stream (all tokens).
     none:    no gradients were taken; no probe.
@@ -65,6 +67,13 @@ def grad_norm(params: StackParams, trace: Trace, s: RunSettings) -> list[Probe]:
     ]
 
 
+def _sq_norm(t: Tensor) -> Tensor:
+    """Squared Frobenius norm of each seed's slice of t (S, ...) -> (S,); a gate (S,) squared
+    (vector_norm over no dims would reduce all seeds)."""
+    dims = tuple(range(1, t.ndim))
+    return torch.linalg.vector_norm(t, dim=dims).square() if dims else t.square()
+
+
 def backward(loss: Tensor, params: StackParams, trace: Trace, s: RunSettings) -> None:
     """loss.sum().backward(), reading each block's gradient as autograd delivers it.
 
@@ -76,14 +85,13 @@ def backward(loss: Tensor, params: StackParams, trace: Trace, s: RunSettings) ->
     if s.grad_of not in ("params", "weights"):
         loss.sum().backward()
         return
-    counted = set(BLOCK_WEIGHTS if s.grad_of == "weights" else BLOCK_PARAMS)
+    counted = set(BLOCK_WEIGHTS if s.grad_of == "weights" else params.blocks[0])
     sq = torch.zeros(loss.shape[0], s.depth, dtype=loss.dtype, device=loss.device)
 
     def reader(layer: int, name: str):
         def read(leaf: Tensor) -> None:
             if name in counted:
-                dims = tuple(range(1, leaf.grad.ndim))
-                sq[:, layer] += torch.linalg.vector_norm(leaf.grad, dim=dims).square()
+                sq[:, layer] += _sq_norm(leaf.grad)
             leaf.grad = None
         return read
 
@@ -101,10 +109,12 @@ def backward(loss: Tensor, params: StackParams, trace: Trace, s: RunSettings) ->
 
 def stream_stats(params: StackParams, trace: Trace, s: RunSettings) -> list[Probe]:
     """Residual-stream sd and variance after every block (layer 0 = the input), before any final
-    norm; the Pre-LN variance increments delta_attn(l) = Var(h_l) - c^2 Var(x_{l-1}) and
-    delta_mlp(l) = Var(x_l) - c^2 Var(h_l), the variance a branch adds on top of its skip path
-    (c = skip_scale, 1 by default, when they telescope to V_L - V_0); and the variance of each
-    raw branch output."""
+    norm; where the stream telescopes (Pre-LN), the variance increments delta_attn(l) =
+    Var(h_l) - c^2 Var(x_{l-1}) and delta_mlp(l) = Var(x_l) - c^2 Var(h_l), the variance a
+    branch adds on top of its skip path (c = s.skip, 1 by default, when they telescope to
+    V_L - V_0); the variance of each raw branch output; and where a placement carries a second
+    stream (ResiDual's x_d), its variance after every block (carry_var, layer 0 = the input)."""
+    placement = PLACEMENTS[s.placement]
     layers = list(range(s.depth + 1))
     blocks = list(range(1, s.depth + 1))
     v_stream = _per_seed(_var, trace.stream)
@@ -115,12 +125,14 @@ def stream_stats(params: StackParams, trace: Trace, s: RunSettings) -> list[Prob
         Probe("branch_var", "mlp", blocks, _per_seed(_var, trace.mlp)),
         Probe("head_input_sd", "head", [s.depth], _sd(trace.head_input).unsqueeze(1)),
     ]
-    if s.placement == "pre":
+    if placement.telescopes:
         v_mid = _per_seed(_var, trace.mid)
         probes += [
-            Probe("delta", "attn", blocks, v_mid - s.skip_scale**2 * v_stream[:, :-1]),
-            Probe("delta", "mlp", blocks, v_stream[:, 1:] - s.skip_scale**2 * v_mid),
+            Probe("delta", "attn", blocks, v_mid - s.skip**2 * v_stream[:, :-1]),
+            Probe("delta", "mlp", blocks, v_stream[:, 1:] - s.skip**2 * v_mid),
         ]
+    if placement.carry:
+        probes.append(Probe("carry_var", "block", layers, _per_seed(_var, trace.carry)))
     return probes
 
 
@@ -146,11 +158,18 @@ def _rms(t: Tensor) -> Tensor:
     return t.pow(2).mean(dim=(1, 2)).sqrt()
 
 
+def _unit(norm: Tensor) -> Tensor:
+    """A norm to divide by: a zero norm (a constant tensor, e.g. ReZero's block output at init)
+    becomes the smallest positive float, so a zero tensor has correlation 0, not 0/0."""
+    return norm.clamp_min(torch.finfo(norm.dtype).tiny)
+
+
 def _corr(a: Tensor, b: Tensor) -> Tensor:
-    """Pearson correlation of two (S, N, d) tensors over all their entries, per seed -> (S,)."""
+    """Pearson correlation of two (S, N, d) tensors over all their entries, per seed -> (S,);
+    0 where either is constant."""
     a = a - a.mean(dim=(1, 2), keepdim=True)
     b = b - b.mean(dim=(1, 2), keepdim=True)
-    return (a * b).sum(dim=(1, 2)) / (a.norm(dim=(1, 2)) * b.norm(dim=(1, 2)))
+    return (a * b).sum(dim=(1, 2)) / _unit(a.norm(dim=(1, 2)) * b.norm(dim=(1, 2)))
 
 
 def omega(params: StackParams, trace: Trace, s: RunSettings) -> list[Probe]:
@@ -172,26 +191,28 @@ def omega(params: StackParams, trace: Trace, s: RunSettings) -> list[Probe]:
 
 
 def block_independence(params: StackParams, trace: Trace, s: RunSettings) -> list[Probe]:
-    """Pre-LN only, theory096's independence assumption. For what block k adds to the stream,
-    f_k = x_k - c^2 x_{k-1} (c = skip_scale, 1 by default): its variance (block_var) and its
-    correlation with the stream it is added to, corr(f_k, x_{k-1}) (block_stream_corr; with
-    c = 1, V_k = V_{k-1} + Var f_k + 2 cov exactly).
+    """Placements whose stream telescopes (Pre-LN), theory096's independence assumption. For what
+    block k adds to the stream, f_k = x_k - c^2 x_{k-1} (c = s.skip, 1 by default): its
+    variance (block_var), its mean absolute value (block_abs: sqrt(2/pi) sqrt(block_var) for
+    zero-mean Gaussian coordinates) and its correlation with the stream it is added to,
+    corr(f_k, x_{k-1}) (block_stream_corr; with c = 1, V_k = V_{k-1} + Var f_k + 2 cov exactly).
     With the `block_corr` setting also corr(f_i, f_j) for every pair i < j: metric block_corr,
     sublayer 'f<i>', layer j (L(L-1)/2 values per seed, so off by default). Correlations are
-    Pearson over all tokens and coordinates, per seed."""
-    if s.placement != "pre":
+    Pearson over all tokens and coordinates, per seed (0 for a constant f, see _unit)."""
+    if not PLACEMENTS[s.placement].telescopes:
         return []
-    f = [b - s.skip_scale**2 * a for a, b in pairwise(trace.stream)]
+    f = [b - s.skip**2 * a for a, b in pairwise(trace.stream)]
     blocks = list(range(1, s.depth + 1))
     probes = [
         Probe("block_var", "block", blocks, _per_seed(_var, f)),
+        Probe("block_abs", "block", blocks, _per_seed(lambda t: t.abs().mean(dim=(1, 2)), f)),
         Probe("block_stream_corr", "block", blocks,
               torch.stack([_corr(fk, x) for fk, x in zip(f, trace.stream, strict=False)], 1)),
     ]
     if s.block_corr:
         flat = torch.stack([t.flatten(1) for t in f], dim=1)  # (S, L, N*d)
         flat = flat - flat.mean(dim=2, keepdim=True)
-        flat = flat / flat.norm(dim=2, keepdim=True)
+        flat = flat / _unit(flat.norm(dim=2, keepdim=True))
         corr = flat @ flat.transpose(1, 2)
         probes += [
             Probe("block_corr", f"f{i}", blocks[i:], corr[:, i - 1, i:]) for i in blocks[:-1]
@@ -202,17 +223,18 @@ def block_independence(params: StackParams, trace: Trace, s: RunSettings) -> lis
 def branch_to_stream(params: StackParams, trace: Trace, s: RunSettings) -> list[Probe]:
     """The monitor note's per-block curves. stream_rms: sqrt(mean x_l^2) of the residual stream
     after block l (layer 0 = the input; before any final norm), in input-sd units. branch_ratio
-    (Pre-LN and Post-LN): RMS of what a sublayer adds over RMS of the stream it is added to,
-    attn over x_{l-1}, mlp over the mid stream h_l, and for Pre-LN the whole block, f_l over
-    x_{l-1}. Pre-LN adds the scaled branch outputs (h - c x, x' - c h), Post-LN the raw ones
-    before its norm; the stream they join is the skip path, c times the stream (c = skip_scale,
-    1 by default). Dimensionless."""
+    (placements with a residual path): RMS of what a sublayer adds over RMS of the stream it is
+    added to, attn over x_{l-1}, mlp over the mid stream h_l, and where the stream telescopes
+    (Pre-LN) the whole block, f_l over x_{l-1}. A telescoping stream gets the scaled branch
+    outputs (h - c x, x' - c h), any other (Post-LN) the raw ones before its norm; the stream
+    they join is the skip path, c times the stream (c = s.skip, 1 by default). Dimensionless."""
+    placement = PLACEMENTS[s.placement]
     probes = [Probe("stream_rms", "block", list(range(s.depth + 1)), _per_seed(_rms, trace.stream))]
-    if s.placement == "none":
+    if not placement.residual:
         return probes
-    c = s.skip_scale
+    c = s.skip
     x_in, x_out = trace.stream[:-1], trace.stream[1:]
-    if s.placement == "pre":
+    if placement.telescopes:
         added = {
             "attn": [h - c * x for h, x in zip(trace.mid, x_in, strict=True)],
             "mlp": [y - c * h for y, h in zip(x_out, trace.mid, strict=True)],
@@ -231,7 +253,21 @@ def branch_to_stream(params: StackParams, trace: Trace, s: RunSettings) -> list[
     return probes
 
 
-PROBES = (grad_norm, stream_stats, token_corr, omega, block_independence, branch_to_stream)
+def branch_inputs(params: StackParams, trace: Trace, s: RunSettings) -> list[Probe]:
+    """What each branch operates on, per block (the monitor note's 'no branch is driven into
+    saturation'): branch_in_sd, the sd of the tensor the attention (sublayer attn) and FFN (mlp)
+    branch reads, in input-sd units; ffn_active, the fraction of the FFN's hidden units with a
+    positive pre-activation (ReLU/GELU active side; 0.5 for a symmetric input)."""
+    blocks = list(range(1, s.depth + 1))
+    return [
+        Probe("branch_in_sd", "attn", blocks, torch.stack(trace.attn_in_sd, 1)),
+        Probe("branch_in_sd", "mlp", blocks, torch.stack(trace.mlp_in_sd, 1)),
+        Probe("ffn_active", "mlp", blocks, torch.stack(trace.ffn_active, 1)),
+    ]
+
+
+PROBES = (grad_norm, stream_stats, token_corr, omega, block_independence, branch_to_stream,
+          branch_inputs)
 
 
 @torch.no_grad()

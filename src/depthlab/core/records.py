@@ -7,6 +7,8 @@ import numpy as np
 import pandas as pd
 
 from depthlab.core.probes import Probe
+from depthlab.pipeline.grid import Cell
+from depthlab.pipeline.reuse import GRADIENT_METRICS
 
 
 class NonFiniteError(RuntimeError):
@@ -54,4 +56,19 @@ def tag(frame: pd.DataFrame, study: str, arm: str, job: str, label: str) -> pd.D
     """The frame with study, arm, job and (cell) label as its first columns, in place."""
     for column, value in (("label", label), ("job", job), ("arm", arm), ("study", study)):
         frame.insert(0, column, value)
+    return frame
+
+
+def copied_rows(owner: pd.DataFrame, label: str, cell: Cell) -> pd.DataFrame:
+    """The rows a cell would measure, taken from the shard of a cell with the same numbers
+    (depthlab.pipeline.reuse): the owner's rows of `label` without the probes this cell does not
+    take (gradients, pairwise block correlations), with this cell's settings as columns, in the
+    column order a measured cell has (tag adds study, arm, job and label)."""
+    rows = owner[owner["label"] == label]
+    dropped = [*(GRADIENT_METRICS if cell.settings.grad_of == "none" else ()),
+               *(() if cell.settings.block_corr else ("block_corr",))]
+    rows = rows[~rows["metric"].isin(dropped)]
+    frame = rows[["seed", "layer", "sublayer", "metric", "value"]].reset_index(drop=True)
+    for key, value in cell.settings.as_columns().items():
+        frame[key] = value
     return frame

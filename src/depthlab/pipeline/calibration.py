@@ -3,8 +3,16 @@ calibration itself is depthlab.core.calibrate."""
 
 from __future__ import annotations
 
-from depthlab.pipeline.grid import Job
+import dataclasses
+
+from depthlab.pipeline.grid import Cell, Job
 from depthlab.pipeline.settings import ConfigError
+
+
+def _held_out(cell: Cell) -> Cell:
+    """A cell with its seed offset set to 0: a calibrated arm may measure other seeds than the
+    run it is calibrated from (held-out seeds), nothing else may differ."""
+    return dataclasses.replace(cell, settings=dataclasses.replace(cell.settings, seed_offset=0))
 
 
 def calibrated_arms(config: dict, jobs: dict[tuple[str, str, str], Job]) -> dict:
@@ -12,8 +20,9 @@ def calibrated_arms(config: dict, jobs: dict[tuple[str, str, str], Job]) -> dict
 
     ConfigError unless the source arm exists in the same study, is Pre-LN with residual_scale 1
     (the layerwise scales replace it), is not calibrated itself, has the same jobs with the same
-    cell settings, and the calibrated arm's name is used by no other study (the measure rule of
-    calibrated arms is chosen by arm name)."""
+    cell settings but for seed_offset (the scales may be judged on held-out seeds), and the
+    calibrated arm's name is used by no other study (the measure rule of calibrated arms is
+    chosen by arm name)."""
     found = {}
     for study, spec in config["studies"].items():
         for arm, arm_spec in spec["arms"].items():
@@ -29,8 +38,9 @@ def calibrated_arms(config: dict, jobs: dict[tuple[str, str, str], Job]) -> dict
         if mine.keys() != theirs.keys():
             raise ConfigError(f"{where}: '{source}' has jobs {sorted(theirs)}, not {sorted(mine)}")
         for job_id, job in mine.items():
-            if job.cells != theirs[job_id].cells:
-                raise ConfigError(f"{where}: cell settings of job {job_id} differ from '{source}'")
+            if [_held_out(c) for c in job.cells] != [_held_out(c) for c in theirs[job_id].cells]:
+                raise ConfigError(f"{where}: cell settings of job {job_id} differ from "
+                                  f"'{source}' (other than seed_offset)")
             for cell in job.cells:
                 if cell.settings.placement != "pre" or cell.settings.residual_scale != 1:
                     raise ConfigError(

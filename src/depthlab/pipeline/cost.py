@@ -23,12 +23,34 @@ FLOPS_PER_S = 1e9  # assumed throughput of one job: a quarter of the slowest one
 OVERHEAD_MIN = 10  # minutes for start-up, imports and writing the shard
 
 
+def forward_flops(s: RunSettings, batch: int | None = None) -> float:
+    """Floating-point operations of one block's forward pass for one seed: the q, k, v, o and
+    FFN matrix products, plus the two T x T attention products (dense, the causal mask counted
+    in full), for `batch` sequences (default: the setting)."""
+    d, f, b = s.d_model, s.ffn_mult * s.d_model, s.batch if batch is None else batch
+    n = b * s.tokens
+    return 2 * n * (4 * d * d + 2 * d * f) + 4 * b * s.tokens**2 * d
+
+
 def layer_flops(s: RunSettings) -> float:
-    """Floating-point operations of one block for one seed, forward plus backward (3x forward):
-    the q, k, v, o and FFN matrix products, plus the two T x T attention products."""
-    d, f, n = s.d_model, s.ffn_mult * s.d_model, s.batch * s.tokens
-    forward = 2 * n * (4 * d * d + 2 * d * f) + 4 * s.batch * s.tokens**2 * d
-    return 3.0 * forward
+    """Floating-point operations of one block for one seed in a measure pass: forward plus
+    backward (3x forward), or the forward alone when no gradient is taken (grad_of none)."""
+    return (1.0 if s.grad_of == "none" else 3.0) * forward_flops(s)
+
+
+def training_flops(s: RunSettings, ts) -> float:
+    """Floating-point operations of one training cell (every seed): each step a forward and
+    backward pass of the stack and the head over batch x tokens characters (3x forward), the
+    validation loss (forward, eval_batches batches) at every eval_every steps and checkpoint,
+    and a probe pass (forward and backward, probe_batch sequences) at each checkpoint. ts: its
+    TrainSettings."""
+    head = 2 * s.tokens * s.d_model * s.head_classes  # per sequence
+    per_sequence = s.depth * forward_flops(s, batch=1) + head
+    steps = 3 * ts.steps * s.batch * per_sequence
+    evals = len(set(range(0, ts.steps + 1, ts.eval_every)) | set(ts.probe_steps))
+    validation = evals * ts.eval_batches * s.batch * per_sequence
+    probes = 3 * len(ts.probe_steps) * ts.probe_batch * per_sequence
+    return s.seeds * (steps + validation + probes)
 
 
 def seeds_per_pass(s: RunSettings) -> int:

@@ -2,14 +2,18 @@
 each (PLACEMENTS, in plotting order).
 
 A placement's block is written against the sublayer operations `op` that depthlab.core.model
-hands it (`op.attn`, `op.mlp`, `op.norm`, `op.add`, `op.between`), so this module needs no torch:
-the config schema, validation, tables and figures read the same entries as the model does.
+hands it, so this module needs no torch: the config schema, validation, tables and figures read
+the same entries as the model does.
 
     op.attn(x), op.mlp(x)     the attention / feed-forward branch of x (recorded in the trace)
-    op.norm(name, x)          the block's LayerNorm `name` ("ln1", "ln2") applied to x
-    op.add(x, branch, which)  skip_scale * x + scale * branch; scale = the branch scale of
+    op.norm(name, x)          the block's LayerNorm `name` (one of the placement's `norms`) of x
+    op.gate(name, branch)     the block's learnable scalar `name` (one of its `gates`) times branch
+    op.add(x, branch, which)  c * x + scale * branch; c = the placement's own skip scale (`skip`)
+                              or else the skip_scale setting; scale = the branch scale of
                               sublayer `which` ("attn" or "mlp") where `branch_scales`, else 1
     op.between(h)             marks h as the stream between the two sublayers (trace.mid)
+    op.accumulate(branch)     adds branch to the second stream (placements with `carry`)
+    op.layer                  the block's index l = 1..L
 
 To add a placement: write its block function here, add an entry to PLACEMENTS, and test it
 (docs/ARCHITECTURE.md, "Add a placement").
@@ -17,6 +21,7 @@ To add a placement: write its block function here, add an entry to PLACEMENTS, a
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -44,6 +49,82 @@ def no_residual(x, op):
     return op.norm("ln2", op.mlp(h))
 
 
+def deepnorm(x, op):
+    """DeepNorm (Wang et al. 2022, "DeepNet: Scaling Transformers to 1,000 Layers", Fig. 2
+    pseudocode): Post-LN with the skip path scaled, h = LN1(a x + Attn(x));
+    x' = LN2(a h + FFN(h)), a = (2N)^(1/4) for N blocks (op.add's skip), no final LN
+    (torchscale builds none under deepnorm). Init (Fig. 2's deepnorm_init; the registry entry's
+    `init_gains`): W_V, W_O, W_1, W_2 ~ xavier_normal_(gain b = (8N)^(-1/4)), W_Q, W_K
+    xavier_normal_(gain 1). a and b are the encoder-only row of the paper's table (its
+    decoder-only row with M = N is the same). The paper gives no bias init: zero here.
+    torchscale (microsoft/torchscale, encoder.py) differs: it keeps nn.Linear's default init
+    and divides fc1, fc2, out_proj and v_proj, biases included, by (8N)^(1/4); the paper's form
+    is used here."""
+    return post_ln(x, op)
+
+
+def resi_dual(x, op):
+    """ResiDual (Xie et al. 2023, "ResiDual: Transformer with Dual Residual Connections",
+    arXiv 2304.14802), as microsoft/ResiDual's code (resi_dual_layers.py): per sublayer F,
+    x_d <- x_d + F(x_a) and x_a <- LN(x_a + F(x_a)); both start at the input; head input
+    y = x_a + LN_final(x_d). trace.stream is x_a (the stream the blocks read), trace.carry x_d;
+    skip_scale multiplies x_a's skip path only. The paper's own equations could not be read;
+    the form follows the official code (its output scale and input scale at their default 1)."""
+    a = op.attn(x)
+    op.accumulate(a)
+    h = op.between(op.norm("ln1", op.add(x, a, "attn")))
+    m = op.mlp(h)
+    op.accumulate(m)
+    return op.norm("ln2", op.add(h, m, "mlp"))
+
+
+def sandwich_ln(x, op):
+    """Sandwich-LN (Ding et al. 2021, "CogView", arXiv 2105.13290), as THUDM/CogView's code
+    (mpu/sparse_transformer.py, scale_normalization): h = x + LN3(Attn(LN1(x)));
+    x' = h + LN4(FFN(LN2(h))), and a final LN before the head. CogView's PB-relax (dividing the
+    LN input by its max) changes LN(x) only through eps and is left out. Section and equation
+    numbers of the paper could not be confirmed."""
+    h = op.between(op.add(x, op.norm("ln3", op.attn(op.norm("ln1", x))), "attn"))
+    return op.add(h, op.norm("ln4", op.mlp(op.norm("ln2", h))), "mlp")
+
+
+def peri_ln(x, op):
+    """Peri-LN (Kim et al. 2025, "Peri-LN: Revisiting Layer Normalization in the Transformer
+    Architecture", arXiv 2502.02732, eq. 3 as quoted in notes on it; the PDF could not be read):
+    y = x + Norm(Module(Norm(x))) for both sublayers, the block of Sandwich-LN, with the final
+    normalisation and the paper's (optional) initial embedding normalisation y_0 = Norm(x_embed),
+    here an LN of the input before block 1 (the registry entry's `embed_norm`, what tells it
+    from Sandwich-LN). Whether its main experiments use the embedding LN is not confirmed."""
+    return sandwich_ln(x, op)
+
+
+def rezero(x, op):
+    """ReZero (Bachlechner et al. 2020, "ReZero is All You Need", arXiv 2003.04887, eq. 1):
+    x_{i+1} = x_i + alpha F(x_i), alpha = 0 at init, no LayerNorm anywhere and no final LN; one
+    alpha per layer shared by attention and FFN, as the official code (majumderb/rezero,
+    rztx.py, `resweight`): h = x + alpha Attn(x); x' = h + alpha FFN(h).
+
+    At init the stack is the identity, so the probes read: stream constant (stream_var,
+    stream_rms, token_corr of the input at every layer), delta, block_var, branch_ratio and
+    omega 0, block_stream_corr 0 (a zero block output is taken as uncorrelated), branch_var the
+    raw branches' variance (nonzero); the block gradient (grad_of params) is alpha's alone, the
+    weight gradients being exactly zero."""
+    h = op.between(op.add(x, op.gate("alpha", op.attn(x)), "attn"))
+    return op.add(h, op.gate("alpha", op.mlp(h)), "mlp")
+
+
+def lns(x, op):
+    """LayerNorm Scaling (Sun et al. 2025, "The Curse of Depth in Large Language Models",
+    arXiv 2502.05795, its "LayerNorm Scaling" section): Pre-LN with both LN outputs of block l
+    multiplied by 1/sqrt(l), l = 1..L: h = x + Attn(LN1(x)/sqrt(l)); x' = h + FFN(LN2(h)/sqrt(l));
+    final LN unscaled. As the official code (lmsdss/LayerNorm-Scaling, modeling_llama.py:
+    scale_factor = 1 / math.sqrt(layer_index + 1) on both norms); the paper's section and
+    equation numbers could not be confirmed."""
+    c = 1 / math.sqrt(op.layer)
+    h = op.between(op.add(x, op.attn(op.norm("ln1", x) * c), "attn"))
+    return op.add(h, op.mlp(op.norm("ln2", h) * c), "mlp")
+
+
 @dataclass(frozen=True)
 class Placement:
     """One placement and what the rest of the pipeline needs to know about it."""
@@ -52,11 +133,27 @@ class Placement:
     label: str  # its name in tables and figures
     color: str  # its matplotlib colour, the same in every figure
     block: Callable  # block(x, op) -> the stream after the block (module docstring)
-    residual: bool  # has a skip path: skip_scale applies, branch-to-stream ratios exist
+    residual: bool  # has a skip path: skip_scale applies (unless `skip`), branch-to-stream
+    #                  ratios exist
     branch_scales: bool  # residual_scale and layerwise branch scales multiply its branches
     telescopes: bool  # x_l = c^2 x_{l-1} + both scaled branches: per-sublayer variance
     #                  increments, block outputs f_l = x_l - c^2 x_{l-1}, their correlations
     final_norm: bool  # final_norm 'auto': a LayerNorm between the last block and the head
+    norms: tuple[str, ...] = ("ln1", "ln2")  # the block's LayerNorms, gain 1 and bias 0 at init
+    gates: tuple[str, ...] = ()  # the block's learnable scalars (one per seed), 0 at init
+    skip: Callable[[int], float] | None = None  # its own skip scale from the depth N, which
+    #                  replaces skip_scale (then fixed at 1); None: the skip_scale setting
+    init_gains: Callable[[int], dict[str, float]] | None = None  # its own init from the depth
+    #                  N: these weights re-drawn by xavier_normal_(gain) in this order after the
+    #                  default torch init, all biases zero
+    carry: bool = False  # a second stream from the input (trace.carry) that the block adds to;
+    #                  the head input is the stream plus the final LN (if any) of the carry
+    embed_norm: bool = False  # a LayerNorm (gain 1, bias 0) on the input before block 1
+
+
+def _deepnorm_gains(n: int) -> dict[str, float]:
+    beta = (8 * n) ** -0.25
+    return {"wq": 1.0, "wk": 1.0, "wv": beta, "wo": beta, "w1": beta, "w2": beta}
 
 
 PLACEMENTS: dict[str, Placement] = {p.name: p for p in (
@@ -66,6 +163,29 @@ PLACEMENTS: dict[str, Placement] = {p.name: p for p in (
               telescopes=True, final_norm=True),
     Placement("none", "no residual", "tab:green", no_residual, residual=False,
               branch_scales=False, telescopes=False, final_norm=False),
+    # Post-LN's flags: the skip path is scaled by its alpha, the branches join unscaled, an LN
+    # follows each join (no telescoping), no final LN (torchscale builds none under deepnorm)
+    Placement("deepnorm", "DeepNorm", "tab:red", deepnorm, residual=True, branch_scales=False,
+              telescopes=False, final_norm=False, skip=lambda n: (2 * n) ** 0.25,
+              init_gains=_deepnorm_gains),
+    # the stream x_a is Post-LN's (branches unscaled, an LN after each join); the final LN
+    # normalises the carried sum x_d before it joins x_a
+    Placement("resi_dual", "ResiDual", "tab:purple", resi_dual, residual=True,
+              branch_scales=False, telescopes=False, final_norm=True, carry=True),
+    # Pre-LN's flags: the (normalised) branch outputs are added to an unnormalised stream
+    Placement("sandwich", "Sandwich-LN", "tab:brown", sandwich_ln, residual=True,
+              branch_scales=True, telescopes=True, final_norm=True,
+              norms=("ln1", "ln2", "ln3", "ln4")),
+    Placement("peri", "Peri-LN", "tab:pink", peri_ln, residual=True, branch_scales=True,
+              telescopes=True, final_norm=True, norms=("ln1", "ln2", "ln3", "ln4"),
+              embed_norm=True),
+    # x_l = c^2 x_{l-1} + alpha-gated branches (telescopes); alpha is its branch scale, so
+    # residual_scale does not apply; no LN anywhere
+    Placement("rezero", "ReZero", "tab:gray", rezero, residual=True, branch_scales=False,
+              telescopes=True, final_norm=False, norms=(), gates=("alpha",)),
+    # Pre-LN's flags (the 1/sqrt(l) sits inside the branch, before Attn / FFN)
+    Placement("lns", "LN-Scaling", "tab:olive", lns, residual=True, branch_scales=True,
+              telescopes=True, final_norm=True),
 )}
 ORDER = tuple(PLACEMENTS)  # the plotting and table order
 LABELS = {name: p.label for name, p in PLACEMENTS.items()}

@@ -6,7 +6,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-from depthlab.pipeline.placements import PLACEMENTS
+from depthlab.pipeline.placements import PLACEMENTS, Placement
 
 ACTIVATIONS = ("relu", "gelu")
 ATTENTIONS = ("linear", "torch_mha")
@@ -129,6 +129,7 @@ class RunSettings:
                 f"{where}: residual_scale={self.residual_scale!r} does not apply to placement "
                 f"{self.placement!r} (its branches are not scaled)"
             )
+        self._check_placement_owns(placement, where)
         if not isinstance(self.causal, bool):
             raise ConfigError(f"{where}: causal={self.causal!r} must be true or false")
         if not isinstance(self.block_corr, bool):
@@ -137,6 +138,36 @@ class RunSettings:
             raise ConfigError(
                 f"{where}: heads={self.heads} does not divide d_model={self.d_model}"
             )
+
+    def _check_placement_owns(self, placement: Placement, where: str) -> None:
+        """Reject a setting that a placement's own definition fixes: its skip scale (DeepNorm's
+        alpha), its init, or weight gradients that its gates zero at init (ReZero)."""
+        if placement.skip is not None and self.skip_scale != 1:
+            raise ConfigError(
+                f"{where}: skip_scale={self.skip_scale!r} does not apply to placement "
+                f"{self.placement!r} (its skip scale is fixed by its definition)"
+            )
+        if placement.init_gains is not None:
+            for key, default in (("init", "torch_default"), ("attention", "linear")):
+                if getattr(self, key) != default:
+                    raise ConfigError(
+                        f"{where}: {key}={getattr(self, key)!r} does not apply to placement "
+                        f"{self.placement!r}, which draws its own init of q, k, v, o, W1, W2 "
+                        f"(needs {key}={default!r})"
+                    )
+        if placement.gates and self.grad_of == "weights":
+            raise ConfigError(
+                f"{where}: grad_of='weights' with placement {self.placement!r}: its weight "
+                "gradients are exactly zero at init (gates 0), so their first/last ratio is "
+                "undefined; use grad_of='params' (includes the gates)"
+            )
+
+    @property
+    def skip(self) -> float:
+        """The skip path's multiplier c of every sublayer: the placement's own (DeepNorm's
+        alpha, from the depth), else skip_scale."""
+        own = PLACEMENTS[self.placement].skip
+        return self.skip_scale if own is None else own(self.depth)
 
     @property
     def uses_final_norm(self) -> bool:

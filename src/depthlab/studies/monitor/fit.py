@@ -15,24 +15,31 @@ KEYS = ["arm", "label", "placement", "depth", "final_norm"]
 
 
 def fit(table: pd.DataFrame, axes: dict[str, list[str]]) -> pd.DataFrame:
-    """Per cell and block: stream_rms and branch_ratio_<attn|mlp|block>; per cell: the head
+    """Per cell and block: stream_rms, branch_ratio_<attn|mlp|block>, branch_in_sd_<attn|mlp>
+    (the sd of what each branch reads) and ffn_active_mlp (the FFN's active fraction); per cell:
+    the head
     input sd (head_input_sd), the stream growth rms(x_L) / rms(x_0) (stream_rms_growth) and
-    the slope of the block's branch ratio over depth (branch_ratio_slope); across depths: the
-    growth exponent (stream_rms_exponent)."""
+    the slope of the block's branch ratio over depth (branch_ratio_slope) and its mean over the
+    blocks (branch_ratio_block_mean: a block's average share of influence, Pre-LN); across
+    depths: the growth exponent (stream_rms_exponent)."""
     parts = [
         summarise_seeds(table[table["metric"] == "stream_rms"], [*KEYS, "layer"], "stream_rms"),
         summarise_seeds(table[table["metric"] == "head_input_sd"], KEYS, "head_input_sd"),
     ]
     ratio = table[table["metric"] == "branch_ratio"]
-    for sublayer, sub in ratio.groupby("sublayer"):
-        parts.append(summarise_seeds(sub, [*KEYS, "layer"], f"branch_ratio_{sublayer}"))
+    for metric in ("branch_ratio", "branch_in_sd", "ffn_active"):
+        for sublayer, sub in table[table["metric"] == metric].groupby("sublayer"):
+            parts.append(summarise_seeds(sub, [*KEYS, "layer"], f"{metric}_{sublayer}"))
     rms = table[table["metric"] == "stream_rms"]
     first = rms[rms["layer"] == 0].set_index([*KEYS, "seed"])["value"]
     last = rms[rms["layer"] == rms["depth"]].set_index([*KEYS, "seed"])["value"]
     growth = (last / first).rename("value").reset_index()
     parts.append(summarise_seeds(growth, KEYS, "stream_rms_growth"))
     parts.append(growth_exponent(growth))
-    parts.append(branch_ratio_slope(ratio[ratio["sublayer"] == "block"]))
+    block = ratio[ratio["sublayer"] == "block"]
+    parts.append(branch_ratio_slope(block))
+    mean = block.groupby([*KEYS, "seed"])["value"].mean().reset_index()
+    parts.append(summarise_seeds(mean, KEYS, "branch_ratio_block_mean"))
     return pd.concat(parts, ignore_index=True)
 
 

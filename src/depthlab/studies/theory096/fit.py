@@ -94,7 +94,8 @@ def fit(table: pd.DataFrame, axes: dict[str, list[str]]) -> pd.DataFrame:
     parts = [
         summarise_seeds(table[(table["metric"] == m) & (table["sublayer"] == "block")],
                    [*KEYS, "layer"], m)
-        for m in ("omega_abs", "omega_var", "block_var", "block_stream_corr", "stream_var")
+        for m in ("omega_abs", "omega_var", "block_var", "block_abs", "block_stream_corr",
+                  "stream_var")
     ]
     cells = table.drop_duplicates(["arm", "label"])[KEYS]
     derived = per_seed(table).merge(cells, on=["arm", "label"])

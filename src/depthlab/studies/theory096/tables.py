@@ -8,7 +8,7 @@ import pandas as pd
 from depthlab.analysis.omega import fit_range, formula_abs
 from depthlab.analysis.select import pick
 from depthlab.analysis.stats import ols_slope
-from depthlab.analysis.tables import fmt, spread
+from depthlab.analysis.tables import fmt, ranges, spread
 from depthlab.studies.theory096.fit import NOTE_K
 
 
@@ -21,16 +21,7 @@ def deepest(fits: pd.DataFrame, quantity: str) -> pd.DataFrame:
 
 def agreement(k: np.ndarray, measured: np.ndarray, predicted: np.ndarray, tol: float) -> str:
     """The blocks k where |measured / predicted - 1| <= tol, as ranges ('1–3, 20–96')."""
-    ok = np.abs(measured / predicted - 1) <= tol
-    runs, start = [], None
-    for i, good in enumerate(ok):
-        if good and start is None:
-            start = i
-        if start is not None and (not good or i == len(ok) - 1):
-            end = i if good else i - 1
-            runs.append(f"{k[start]}" if start == end else f"{k[start]}–{k[end]}")
-            start = None
-    return ", ".join(runs) or "none"
+    return ranges(k, np.abs(measured / predicted - 1) <= tol)
 
 
 def _formula_row(name: str, depth: int, input_terms: int) -> dict:

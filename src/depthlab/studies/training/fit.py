@@ -101,21 +101,16 @@ def deviation(name: str, values: pd.Series) -> pd.Series:
 
 def fit(table: pd.DataFrame, axes: dict[str, list[str]]) -> pd.DataFrame:
     """All training fits as one long table: every raw metric summarised per (cell, step, layer),
-    quantity = metric or metric_sublayer for per-sublayer metrics; the SUMMARIES quantities per
-    (cell, step); the corpus's unigram entropy."""
+    quantity = metric or metric_sublayer for per-sublayer metrics (the corpus's unigram_entropy
+    among them, at step 0); the SUMMARIES quantities per (cell, step)."""
     keys = [*KEYS, "step"]
     cells = table.drop_duplicates(["arm", "label"])[KEYS]
     parts = []
     for (metric, sublayer), sub in table.groupby(["metric", "sublayer"], sort=True):
-        if metric == "unigram_entropy":
-            continue
         shared = sublayer in ("block", "head")
         parts.append(summarise_seeds(sub, [*keys, "layer"], metric if shared
                                 else f"{metric}_{sublayer}"))
     derived = per_seed(table).merge(cells, on=["arm", "label"])
     for metric, sub in derived.groupby("metric", sort=True):
         parts.append(summarise_seeds(sub, keys, metric))
-    entropy = table.loc[table["metric"] == "unigram_entropy", "value"]
-    parts.append(pd.DataFrame([{"quantity": "unigram_entropy", "median": entropy.median(),
-                                "min": entropy.min(), "max": entropy.max()}]))
     return pd.concat(parts, ignore_index=True)

@@ -6,10 +6,12 @@ per-seed values across seeds (stats.seed_summary: median, range, mean and its 95
 
 Per-seed quantities of a cell of depth L (all dimensionless: the input has variance 1):
 - delta_attn(l), delta_mlp(l), l = 1..L: the variance each sublayer adds to the stream (the
-  `delta` probe). Every variance (increments and V_l) is taken in the frame where the skip path
-  has weight 1, i.e. divided by c^(2k) for a skip scale c, with k = 2l-1 (attention) or 2l (MLP,
-  V_l) the sublayers so far. With c = 1 nothing changes; by LayerNorm's scale invariance a skip
-  scale c is the same forward pass as a branch multiplier c^-k at sublayer k, so these are the
+  `delta` probe), and added_attn(l), added_mlp(l): the same without the cross term, the
+  variance of the (scaled) branch output itself (`added_variance`). Every variance
+  (increments, branch variances and V_l) is taken in the frame where the skip path has weight
+  1, i.e. divided by c^(2k) for a skip scale c, with k = 2l-1 (attention) or 2l (MLP, V_l) the
+  sublayers so far. With c = 1 nothing changes; by LayerNorm's scale invariance a skip scale c
+  is the same forward pass as a branch multiplier c^-k at sublayer k, so these are the
   variances of that unit-skip stack.
 - slope_*: OLS slope of the increment against l (per layer). Every seed has the same layers, so
   the mean of per-seed slopes is also the slope of one fit to all seeds' points (pooled).
@@ -52,10 +54,12 @@ def scheme_of(row: pd.Series, layerwise: bool) -> str:
 
 
 def unit_skip(table: pd.DataFrame) -> pd.DataFrame:
-    """The table with `delta` and `stream_var` divided by skip_scale^(2k), k the sublayers up to
-    the point measured (2l-1 for the attention increment of block l, 2l for the rest)."""
-    k = 2 * table["layer"] - ((table["metric"] == "delta") & (table["sublayer"] == "attn"))
-    variance = table["metric"].isin(["delta", "stream_var"])
+    """The table with `delta`, `branch_var` and `stream_var` divided by skip_scale^(2k), k the
+    sublayers up to the point measured (2l-1 for the attention sublayer of block l, 2l for the
+    rest)."""
+    attn = table["metric"].isin(["delta", "branch_var"]) & (table["sublayer"] == "attn")
+    k = 2 * table["layer"] - attn
+    variance = table["metric"].isin(["delta", "branch_var", "stream_var"])
     power = np.where(variance, 2.0 * k, 0.0)
     return table.assign(value=table["value"] / table["skip_scale"].astype(float) ** power)
 
@@ -72,6 +76,20 @@ def increments(table: pd.DataFrame) -> pd.DataFrame:
     shifted = corr.rename(index=lambda v: v + 1, level="layer")
     out["token_corr_in"] = shifted.reindex(out.index).to_numpy()
     return out.reset_index()
+
+
+def added_variance(table: pd.DataFrame) -> pd.DataFrame:
+    """Per (arm, label, seed, layer): added_attn and added_mlp, the variance of what each
+    sublayer adds to the stream without the cross term: Var(branch output) times its scale
+    squared (residual_scale, or the layerwise branch_scale of that layer). With the cross term
+    2 Cov(stream, branch) it is the increment `delta`."""
+    keys = ["arm", "label", "seed", "layer", "sublayer"]
+    var = table[table["metric"] == "branch_var"].set_index(keys)
+    scale = table[table["metric"] == "branch_scale"].set_index(keys)["value"]
+    factor = scale.reindex(var.index).fillna(var["residual_scale"]).astype(float) ** 2
+    added = (var["value"] * factor).rename("value").reset_index()
+    added["metric"] = "added_" + added["sublayer"]
+    return added[["arm", "label", "seed", "layer", "metric", "value"]]
 
 
 def _window_mean(values: np.ndarray, layers: np.ndarray, last: bool) -> float:
@@ -181,6 +199,7 @@ def fit(table: pd.DataFrame, axes: dict[str, list[str]]) -> pd.DataFrame:
         table[table["metric"] == "branch_scale"].assign(
             metric=lambda f: "branch_scale_" + f["sublayer"])[
             ["arm", "label", "seed", "layer", "metric", "value"]],
+        added_variance(table),
     ], ignore_index=True)
     parts = [
         summarise_seeds(sub, ["arm", "label", "layer"], metric)

@@ -1,0 +1,150 @@
+"""End to end, as a user runs it (issue 17): the same work done by depthlab and by plain scripts,
+the whole default run against its FLOP floor, one figure from nothing, the training step against
+a plain training loop, and Snakemake's own start-up."""
+
+from __future__ import annotations
+
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+import yaml
+
+from benchmarks import compute, train_loop
+from benchmarks.workflow import ROOT, snakemake, workdir
+from depthlab.core.model import torch_dtype
+from depthlab.core.train import build_model, model_loss, optimizer
+from depthlab.pipeline import cost
+from depthlab.pipeline.grid import study_jobs
+from depthlab.pipeline.settings import RunSettings
+from depthlab.pipeline.train_settings import TrainSettings, training_arms
+
+
+def _children() -> resource.struct_rusage:
+    return resource.getrusage(resource.RUSAGE_CHILDREN)
+
+
+def run(cmd: list[str], cwd: Path) -> dict:
+    """Wall and CPU seconds of a command and the peak resident memory (MB) of its largest
+    process (Linux's RUSAGE_CHILDREN; measured on a fresh subprocess so earlier runs do not
+    count)."""
+    probe = [sys.executable, "-c",
+             "import resource, subprocess, sys, time; t = time.perf_counter(); "
+             "subprocess.run(sys.argv[1:], check=True, capture_output=True); "
+             "r = resource.getrusage(resource.RUSAGE_CHILDREN); "
+             "print(time.perf_counter() - t, r.ru_utime + r.ru_stime, r.ru_maxrss / 1024)",
+             *cmd]
+    out = subprocess.run(probe, cwd=cwd, capture_output=True, text=True, check=True).stdout
+    wall, cpu, peak = map(float, out.split())
+    return {"wall_s": wall, "cpu_s": cpu, "peak_mb": peak}
+
+
+def same_work_config() -> dict:
+    """The stack96 study cut to exactly the two tables' cells: the grad arm (3 placements x
+    L = 6, 20, 24, 48, 96) and the stream arm (Pre-LN L = 6, 24, 96 at output scale 1, and
+    scales 3 and 10 at L = 96; forward only)."""
+    config = yaml.safe_load((ROOT / "config/config.yaml").read_text())
+    study = config["studies"]["stack96"]
+    stream = {"settings": {"grad_of": "none"},
+              "axes": {"placement": ["pre"], "depth": [6, 24, 96], "out_scale": [1]},
+              "pack": ["placement", "depth", "out_scale"]}
+    scaled = {"settings": {"grad_of": "none"},
+              "axes": {"placement": ["pre"], "depth": [96], "out_scale": [3, 10]},
+              "pack": ["placement", "depth", "out_scale"]}
+    study["arms"] = {"grad": study["arms"]["grad"], "stream": stream, "stream_scaled": scaled}
+    return {"threads": config["threads"], "studies": {"stack96": study}}
+
+
+def same_work(base: Path) -> dict:
+    """depthlab (`snakemake --cores 2` from nothing to results/tables/stack96.parquet) against
+    the plain scripts (benchmarks/plain.py, one process per table), and the ratios."""
+    work = workdir(base / "same_work")
+    (work / "same.yaml").write_text(yaml.safe_dump(same_work_config(), sort_keys=False))
+    a = run([sys.executable, "-m", "snakemake", "--cores", "2", "--configfile", "same.yaml",
+             "results/tables/stack96.parquet"], work)
+    b_parts = [run([sys.executable, "-m", "benchmarks.plain", table], ROOT)
+               for table in ("grad", "stream")]
+    b = {"wall_s": sum(p["wall_s"] for p in b_parts), "cpu_s": sum(p["cpu_s"] for p in b_parts),
+         "peak_mb": max(p["peak_mb"] for p in b_parts)}
+    return {**{f"depthlab_{k}": v for k, v in a.items()}, **{f"plain_{k}": v for k, v in b.items()},
+            "speedup_wall": b["wall_s"] / a["wall_s"], "cpu_ratio": a["cpu_s"] / b["cpu_s"],
+            "memory_ratio": a["peak_mb"] / b["peak_mb"]}
+
+
+def startup(base: Path) -> dict:
+    """Snakemake's start-up on this machine: `snakemake -n` with nothing to run, and the part of
+    it the Slurm executor plugin takes at import (it probes sinfo/sacct/squeue; with Slurm
+    installed and its controller stopped that waits)."""
+    work = workdir(base / "startup")
+    (work / "same.yaml").write_text(yaml.safe_dump(same_work_config(), sort_keys=False))
+    dry = min(run([sys.executable, "-m", "snakemake", "-n", "--configfile", "same.yaml"],
+                  work)["wall_s"] for _ in range(2))
+    plugin = min(run([sys.executable, "-c", "import snakemake_executor_plugin_slurm"],
+                     work)["wall_s"] for _ in range(2))
+    python = min(run([sys.executable, "-c", "pass"], work)["wall_s"] for _ in range(2))
+    return {"dry_run_s": dry, "plugin_import_s": plugin - python,
+            "dry_run_without_plugin_s": dry - (plugin - python)}
+
+
+def from_nothing(base: Path, target: str) -> dict:
+    """Wall seconds of one target of the default config from an empty results/."""
+    work = workdir(base / target)
+    return {"target": target, "wall_s": snakemake(work, "--cores", "2", target)}
+
+
+def gemm_limits() -> dict:
+    """The GEMM rates the floors use (GFLOP/s, harmonic mean over the products of a block):
+    float64 at the init studies' shapes (6 seeds x 128 tokens, d = 128), float32 at the
+    training study's (2 seeds x 8 x 64 tokens)."""
+    f64 = compute.gemm_rates(RunSettings(seeds=6))
+    f32 = compute.gemm_rates(RunSettings(seeds=2, dtype="float32", batch=8, tokens=64))
+    return {"float64": statistics.harmonic_mean(r["gflop_s"] for r in f64),
+            "float32": statistics.harmonic_mean(r["gflop_s"] for r in f32)}
+
+
+def default_floor(limits: dict) -> dict:
+    """The FLOP floor of the whole default run (depthlab.pipeline.cost: the init cells' passes
+    and the training runs) at the measured GEMM rates, in seconds on one core-set."""
+    config = yaml.safe_load((ROOT / "config/config.yaml").read_text())
+    jobs = study_jobs(config)
+    training = training_arms(config, jobs)
+    init = sum(cost.job_flops(j) for j in jobs if (j.study, j.arm) not in training)
+    trained = sum(cost.training_flops(c.settings, training[(j.study, j.arm)])
+                  for j in jobs if (j.study, j.arm) in training for c in j.cells)
+    seconds = init / (limits["float64"] * 1e9) + trained / (limits["float32"] * 1e9)
+    return {"init_tflop": init / 1e12, "training_tflop": trained / 1e12, "floor_s": seconds}
+
+
+def default_run(base: Path) -> dict:
+    """Wall seconds of `snakemake --cores 2` (what `make run` runs) from nothing."""
+    work = workdir(base / "default")
+    return {"wall_s": snakemake(work, "--cores", "2")}
+
+
+def train_step(steps: int = 20) -> dict:
+    """Seconds per optimiser step of the training study's model (L = 24, Pre-LN, both seeds in
+    one batched step) by depthlab.core.train and by the plain loop (one seed's model; times the
+    seed count for the same work)."""
+    config = yaml.safe_load((ROOT / "config/config.yaml").read_text())
+    spec = config["studies"]["training"]
+    s = RunSettings(**{**spec["settings"], "placement": "pre", "depth": 24})
+    ts = TrainSettings.from_mapping({**spec["training"], "warmup_steps": 0})
+    model = build_model(s, s.seed_list())
+    opt = optimizer(model, ts)
+    ids = torch.randint(0, s.head_classes, (s.seeds, s.batch, s.tokens + 1))
+    times = []
+    for _ in range(steps + 3):
+        start = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        loss, _ = model_loss(model, ids, s)
+        loss.sum().backward()
+        opt.step()
+        times.append(time.perf_counter() - start)
+    depthlab = sorted(times[3:])[steps // 2]
+    plain = train_loop.step_seconds(RunSettings(**{**s.as_columns(), "seeds": 1}), ts) * s.seeds
+    return {"dtype": str(torch_dtype(s.dtype)), "seeds": s.seeds, "depthlab_step_s": depthlab,
+            "plain_step_s": plain, "ratio": depthlab / plain}

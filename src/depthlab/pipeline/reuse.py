@@ -1,0 +1,81 @@
+"""Cells measured once: a cell whose numbers another job's cell already gives is copied from
+that job's shard instead of being measured again (e.g. stack96's stream arm at output scale 1 is
+its grad arm's Pre-LN cells; monitor's Post-LN cells without a final norm are stack96's).
+
+Two cells give the same numbers when every setting that enters the computation is equal (the
+final norm as resolved, the seed batches as resolved). What is probed may differ: a cell that
+takes no gradients (grad_of none) reads every forward probe of one that does, whose values are
+the same (autograd changes no forward number), and a cell without the pairwise block
+correlations reads one with them. The owner of a group of such cells is the one with the most
+probes (then the first in config order); it is measured, the others copy its rows. Calibrated
+arms (their numbers depend on a calibration) and training studies are never shared.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+from depthlab.pipeline.grid import Job
+from depthlab.pipeline.settings import RunSettings
+
+# settings that say what is probed, not what is computed
+PROBE_OPTIONS = ("grad_of", "block_corr")
+GRADIENT_METRICS = ("grad_norm", "grad_ratio")  # the probes that need a backward pass
+
+
+FLOATS = {f.name for f in dataclasses.fields(RunSettings) if f.type == "float"}
+
+
+def numbers_key(s: RunSettings) -> str:
+    """The settings that fix every number of a cell's forward pass and its seed batches (a
+    scale written 1 is the scale 1.0)."""
+    values = {k: float(v) if k in FLOATS else v for k, v in s.as_columns().items()
+              if k not in PROBE_OPTIONS}
+    values["final_norm"] = s.uses_final_norm
+    values["seed_batch"] = min(s.seed_batch or s.seeds, s.seeds)
+    return json.dumps(values, sort_keys=True)
+
+
+def covers(owner: RunSettings, reader: RunSettings) -> bool:
+    """Whether the owner's rows hold every probe the reader's cell would measure."""
+    gradients = reader.grad_of in ("none", owner.grad_of)
+    return gradients and (owner.block_corr or not reader.block_corr)
+
+
+def _rank(s: RunSettings) -> tuple[bool, bool]:
+    return s.grad_of != "none", s.block_corr
+
+
+@dataclasses.dataclass(frozen=True)
+class Source:
+    """Where a copied cell's rows come from: a job's shard and the cell label in it."""
+
+    study: str
+    arm: str
+    job: str
+    label: str
+
+    @property
+    def shard(self) -> str:
+        return f"results/runs/{self.study}/{self.arm}/{self.job}.parquet"
+
+
+def reuse(jobs: list[Job], excluded: set[tuple[str, str]]) -> dict[tuple, dict[str, Source]]:
+    """For every job (study, arm, job id), the cells it copies: label -> Source; the arms in
+    `excluded` (calibrated, trained) neither copy nor lend."""
+    cells = [(j, c) for j in jobs if (j.study, j.arm) not in excluded for c in j.cells]
+    order = {id(c): i for i, (_, c) in enumerate(cells)}
+    groups: dict[str, list] = {}
+    for job, cell in cells:
+        groups.setdefault(numbers_key(cell.settings), []).append((job, cell))
+    copies: dict[tuple, dict[str, Source]] = {}
+    for members in groups.values():
+        for job, cell in members:
+            owners = [(j, c) for j, c in members if covers(c.settings, cell.settings)]
+            owner_job, owner = max(owners, key=lambda m: (*_rank(m[1].settings),
+                                                          -order[id(m[1])]))
+            if owner is not cell:
+                copies.setdefault((job.study, job.arm, job.job), {})[cell.label] = Source(
+                    owner_job.study, owner_job.arm, owner_job.job, owner.label)
+    return copies

@@ -1,0 +1,56 @@
+"""Cells measured once (issue 17): a cell whose numbers another job's cell gives is copied from
+its shard, and the copy equals what measuring it would give, bit for bit."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pandas as pd
+import torch
+
+from depthlab.core.measure import measure_job
+from depthlab.core.records import copied_rows
+from depthlab.pipeline.grid import Cell, Job
+from depthlab.pipeline.reuse import covers, numbers_key, reuse
+from depthlab.pipeline.settings import RunSettings
+
+SMALL = {"depth": 3, "d_model": 16, "heads": 2, "tokens": 8, "seeds": 2}
+
+
+def job(arm: str, **settings) -> Job:
+    return Job("s", arm, "j", (Cell("c", RunSettings(**{**SMALL, **settings})),))
+
+
+def test_same_numbers_different_probes_share_and_the_richer_cell_owns():
+    grads, forward = RunSettings(**SMALL), RunSettings(**SMALL, grad_of="none")
+    assert numbers_key(grads) == numbers_key(forward)
+    assert covers(grads, forward) and not covers(forward, grads)
+    # final_norm 'auto' is 'on' for Pre-LN: the same computation
+    assert numbers_key(RunSettings(**SMALL, final_norm="on")) == numbers_key(grads)
+    assert numbers_key(RunSettings(**SMALL, out_scale=3.0)) != numbers_key(grads)
+    assert numbers_key(RunSettings(**SMALL, seed_batch=1)) != numbers_key(grads)
+    jobs = [job("forward", grad_of="none"), job("grads"), job("again")]
+    copies = reuse(jobs, excluded=set())
+    assert set(copies) == {("s", "forward", "j"), ("s", "again", "j")}
+    assert all(src.arm == "grads" for c in copies.values() for src in c.values())
+    # without the first owner, the other cell with gradients owns; one without cannot
+    alone = reuse(jobs, excluded={("s", "grads")})
+    assert set(alone) == {("s", "forward", "j")} and alone[("s", "forward", "j")]["c"].arm == \
+        "again"
+
+
+def test_a_copied_cell_equals_the_measured_one_bit_for_bit():
+    torch.set_num_threads(1)
+    owner = job("grads", block_corr=True)
+    for reader in (job("forward", grad_of="none"), job("plain", block_corr=False)):
+        measured = measure_job(reader)
+        shard = measure_job(owner)
+        copy = copied_rows(shard, "c", reader.cells[0])
+        copied = measure_job(reader, copies={"c": copy})
+        pd.testing.assert_frame_equal(copied, measured, check_exact=True)
+
+
+def test_calibrated_and_trained_arms_neither_lend_nor_borrow():
+    jobs = [job("a"), job("b")]
+    assert reuse(jobs, excluded={("s", "b")}) == {}
+    assert dataclasses.astuple(reuse(jobs, set())[("s", "b", "j")]["c"]) == ("s", "a", "j", "c")

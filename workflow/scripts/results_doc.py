@@ -1,0 +1,28 @@
+"""Adapter: docs/RESULTS.md and the README's summary line from the ledger of this run."""
+
+import re
+from pathlib import Path
+
+import pandas as pd
+
+from depthlab.claims.render import results_doc, summary_line
+from depthlab.core.io import read_meta, write_text
+from depthlab.core.logs import to_file
+
+to_file(snakemake.log[0])
+table = pd.read_parquet(snakemake.input.ledger)
+meta = read_meta(snakemake.input.ledger)
+source = (f"`results/claims.parquet` of commit {meta.get('git_commit', '')[:12] or 'none'} "
+          f"(config {meta.get('config_hash', '')})")
+rules = Path(snakemake.input.rules).read_text()
+write_text(results_doc(table, rules, source), snakemake.output.results)
+# the README's summary line sits between two markers; only that line is rewritten (in place:
+# README.md is no declared output, which Snakemake would delete before the job)
+readme_path = Path(snakemake.output.results).parents[1] / "README.md"
+readme = readme_path.read_text()
+line = f"<!-- claims-summary -->{summary_line(table)}.<!-- /claims-summary -->"
+updated, n = re.subn(r"<!-- claims-summary -->.*?<!-- /claims-summary -->", line, readme,
+                     flags=re.S)
+if n != 1:
+    raise ValueError(f"{readme_path}: no claims-summary markers")
+write_text(updated, readme_path)
