@@ -420,6 +420,10 @@ def evaluate(entry: dict, fits: dict[str, pd.DataFrame]) -> dict:
         [f"{r['setting']} = {r['label']}: {_shown(m, r.get('statistic', entry['statistic']))} "
          f"({'reproduced' if m['ok'] else 'not reproduced'})" for r, m in readings]
         + [f"{a}: not in this grid" for a in absent])
+    width, band = primary["hi"] - primary["lo"], 2 * entry["tolerance"].get("half_unit", 0)
+    if primary["ok"] and entry["kind"] == "quantitative" and band and width > 10 * band:
+        notes.append(f"consistent only: the 95% interval is {width / band:.0f}x wider than the "
+                     "note's precision")
     if "reference" in entry and entry["kind"] == "quantitative":
         doc = entry["documented"]
         value = doc["value"] if isinstance(doc, dict) else doc
