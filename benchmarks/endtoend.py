@@ -64,8 +64,9 @@ def same_work(base: Path) -> dict:
     the plain scripts (benchmarks/plain.py, one process per table), and the ratios."""
     work = workdir(base / "same_work")
     (work / "same.yaml").write_text(yaml.safe_dump(same_work_config(), sort_keys=False))
-    a = run([sys.executable, "-m", "snakemake", "--cores", "2", "--configfile", "same.yaml",
-             "results/tables/stack96.parquet"], work)
+    # the target before --configfile, which takes every path after it as a config file
+    a = run([sys.executable, "-m", "snakemake", "results/tables/stack96.parquet", "--cores", "2",
+             "--configfile", "same.yaml"], work)
     b_parts = [run([sys.executable, "-m", "benchmarks.plain", table], ROOT)
                for table in ("grad", "stream")]
     b = {"wall_s": sum(p["wall_s"] for p in b_parts), "cpu_s": sum(p["cpu_s"] for p in b_parts),

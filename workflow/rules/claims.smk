@@ -2,7 +2,7 @@
 
 
 rule claims:
-    """every numeric claim of the four notes, measured, with a verdict (results/claims.md)"""
+    """every claim of the four notes and the fixes' papers, measured, with a verdict (results/claims.md)"""
     input:
         claims=config["claims"],
         fits=[path for study in CLAIM_FITS for path in study_fits(study)],

@@ -20,6 +20,17 @@ plt.rcParams.update({"figure.dpi": 110, "axes.grid": True, "grid.alpha": 0.3,
                      "figure.constrained_layout.use": True})
 
 
+# the per-seed probe numbers the placement studies plot: quantity -> (axis label, log axis)
+PROBE_AXES = {
+    "grad_ratio": ("‖g_1‖ / ‖g_L‖", True),
+    "stream_growth": ("rms(x_L) / rms(x_0)", True),
+    "omega_slope": ("ω decay rate (log-log slope)", False),
+    "token_corr_last": ("token cosine after block L", False),
+    "branch_ratio_last_mlp": ("MLP branch/stream, block L", True),
+    "head_input_sd": ("head input sd", True),
+}
+
+
 def log_scale(ax, *which: str) -> None:
     """Log scale on the named axes ('x', 'y'), with major ticks at 1, 2 and 5 times each power
     of ten, labelled as plain numbers (0.5, 20, 96 rather than 5x10^-1), and no minor labels."""

@@ -51,7 +51,7 @@ import yaml
 from depthlab.pipeline.settings import ConfigError
 from depthlab.studies import STUDIES
 
-NOTES = ("varsplit", "stack96", "theory096", "monitor", "training")
+NOTES = ("varsplit", "stack96", "theory096", "monitor", "training", "fixes")
 FITS = tuple(sorted(STUDIES))  # the studies the pipeline fits
 KINDS = ("quantitative", "directional", "invariance", "curve", "arithmetic", "not_measurable")
 STATISTICS = ("median", "mean", "seed0", "all", "value")

@@ -4,13 +4,15 @@ Studies never import each other; shared pieces live in depthlab.analysis and dep
 This module imports only the light target declarations (the Snakefile reads them at parse time).
 """
 
+from depthlab.studies.fixes.targets import TARGETS as _fixes
+from depthlab.studies.fixestraining.targets import TARGETS as _fixestraining
 from depthlab.studies.monitor.targets import TARGETS as _monitor
 from depthlab.studies.stack96.targets import TARGETS as _stack96
 from depthlab.studies.theory096.targets import TARGETS as _theory096
 from depthlab.studies.training.targets import TARGETS as _training
 from depthlab.studies.varsplit.targets import TARGETS as _varsplit
 
-# every target, in the order the notes present them
-TARGETS = (*_stack96, *_theory096, *_monitor, *_training, *_varsplit)
+# every target, in the order the notes present them; then issue 18's fixes (init, trained)
+TARGETS = (*_stack96, *_theory096, *_monitor, *_training, *_varsplit, *_fixes, *_fixestraining)
 BY_NAME = {t.name: t for t in TARGETS}
 STUDIES = tuple(dict.fromkeys(t.study for t in TARGETS))  # the studies the pipeline fits

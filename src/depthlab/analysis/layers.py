@@ -1,0 +1,54 @@
+"""Per-layer probe rows as seed x layer frames, and the per-seed numbers read off them (shared by
+the fits of the studies that reduce a probe profile to one number per seed)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from depthlab.analysis.omega import fit_range
+from depthlab.analysis.stats import ols_slope
+
+
+def wide(table: pd.DataFrame, metric: str, index: list[str], sublayer: str = "block"
+         ) -> pd.DataFrame:
+    """One metric of a tidy probe table as an `index` x layer frame, layers ascending (NaN past
+    a shallower cell's depth)."""
+    sub = table[(table["metric"] == metric) & (table["sublayer"] == sublayer)]
+    return sub.pivot(index=index, columns="layer", values="value").sort_index(axis=1)
+
+
+def last(frame: pd.DataFrame) -> pd.Series:
+    """Each row's value at its last measured layer (the cell's depth)."""
+    return frame.apply(lambda r: r.dropna().iloc[-1], axis=1)
+
+
+def omega_slope(row: pd.Series) -> float:
+    """Log-log OLS slope of one seed's omega_abs (a block-indexed row) on block k over the
+    deepest three quarters of its blocks (theory096's deepest range; the formula gives about
+    -0.5); NaN where an omega there is not positive (ReZero at init) or fewer than two blocks
+    are in range."""
+    row = row.dropna()
+    k = row.index.to_numpy(dtype=float)
+    lo, hi = fit_range(int(k.max()))[-1]
+    keep = (k >= lo) & (k <= hi)
+    v = row.to_numpy(dtype=float)[keep]
+    if keep.sum() < 2 or not (v > 0).all():
+        return float("nan")
+    return ols_slope(np.log(k[keep]), np.log(v))[0]
+
+
+class PerSeed:
+    """Collects per-seed numbers as tidy rows (the frame's index columns, metric, value); an
+    undefined (NaN) value is left out, not kept as a data point."""
+
+    def __init__(self) -> None:
+        self.parts: list[pd.DataFrame] = []
+
+    def add(self, metric: str, values: pd.Series) -> None:
+        frame = values.rename("value").reset_index()
+        frame["metric"] = metric
+        self.parts.append(frame.dropna(subset=["value"]))
+
+    def frame(self) -> pd.DataFrame:
+        return pd.concat(self.parts, ignore_index=True)

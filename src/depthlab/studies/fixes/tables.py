@@ -1,0 +1,97 @@
+"""The tables of the fixes study: every placement x probe at one depth, and across widths."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from depthlab.analysis.select import pick
+from depthlab.analysis.tables import fmt, spread
+from depthlab.studies.fixes.fit import FIX_LABELS, FIX_ORDER
+
+# (quantity, column): the probes of the notes, one number per seed each (fit.QUANTITIES)
+PROBES = (
+    ("grad_ratio", "grad ratio ‖g_1‖/‖g_L‖"),
+    ("grad_ratio_exponent", "grad ratio exponent across depths"),
+    ("stream_growth", "stream growth rms(x_L)/rms(x_0)"),
+    ("stream_exponent", "stream exponent across depths"),
+    ("omega_last", "ω_L = mean|D_L|"),
+    ("omega_slope", "ω decay rate (log-log slope)"),
+    ("token_corr_last", "token corr after block L"),
+    ("branch_ratio_last_attn", "branch/stream attn, block L"),
+    ("branch_ratio_last_mlp", "branch/stream MLP, block L"),
+    ("head_input_sd", "head input sd"),
+    ("carry_growth", "2nd stream growth sd(x_d,L)/sd(x_0)"),
+    ("carry_exponent", "2nd stream exponent across depths"),
+)
+ACROSS = {"grad_ratio_exponent", "stream_exponent", "carry_exponent"}  # no depth of their own
+
+
+def _shown(row: pd.Series) -> str:
+    """A seed summary as 'median [min, max]'."""
+    return f"{fmt(row['median'])} {spread(row['min'], row['max'])}"
+
+
+def _row(fits: pd.DataFrame, fix: str, arms: list[str], probes, **where) -> dict | None:
+    """One fix's probe columns from the rows of `arms` matching `where` (None if it has none)."""
+    row, found = {}, False
+    for quantity, column in probes:
+        cells = pick(fits, quantity=quantity, fix=fix)
+        cells = cells[cells["arm"].isin(arms)]
+        for key, value in where.items():
+            if not (quantity in ACROSS and key == "depth"):
+                cells = cells[cells[key] == value]
+        if len(cells) > 1:
+            raise ValueError(f"{fix} {quantity} {where}: {len(cells)} rows, not one")
+        row[column] = _shown(cells.iloc[0]) if len(cells) else "—"
+        found |= quantity not in ACROSS and len(cells) == 1
+    return row if found else None
+
+
+def probes_at_depth(fits: pd.DataFrame, depth: int) -> pd.DataFrame:
+    """Every placement (and Pre-LN with calibrated scales) by every probe at one depth: the
+    median across seeds with the seed range, at the study's width; exponents across the depths
+    of the arm (6..192 in the full study) are the same at every depth."""
+    arms = sorted(set(fits["arm"]) - {a for a in fits["arm"].unique() if a.startswith("width")})
+    rows = []
+    for fix in FIX_ORDER:
+        row = _row(fits, fix, arms, PROBES, depth=depth)
+        if row is not None:
+            rows.append({"placement": FIX_LABELS[fix], **row})
+    return pd.DataFrame(rows)
+
+
+def probes_at_96(fits: pd.DataFrame) -> pd.DataFrame:
+    """probes_at_depth at L = 96."""
+    return probes_at_depth(fits, 96)
+
+
+def probes_at_192(fits: pd.DataFrame) -> pd.DataFrame:
+    """probes_at_depth at L = 192."""
+    return probes_at_depth(fits, 192)
+
+
+def width_depth(fits: pd.DataFrame) -> int:
+    """The depth of the width arms (one depth for all of them)."""
+    depths = fits.loc[fits["arm"].str.startswith("width"), "depth"].dropna().unique()
+    if len(depths) != 1:
+        raise ValueError(f"the width arms need one depth, got {sorted(depths)}")
+    return int(depths[0])
+
+
+def width(fits: pd.DataFrame) -> pd.DataFrame:
+    """Every placement at the width arms' depth (L = 24 in the full study) and each width d
+    (the depth arm's cells give the study's own width): the probes of one cell, median and
+    seed range."""
+    depth = width_depth(fits)
+    at_depth = fits[fits["depth"] == depth]
+    probes = [(q, c) for q, c in PROBES if q not in ACROSS]
+    rows = []
+    for fix in FIX_ORDER:
+        for d in sorted(at_depth.loc[at_depth["fix"] == fix, "d_model"].unique()):
+            row = _row(at_depth, fix, sorted(at_depth["arm"].unique()), probes, depth=depth,
+                       d_model=d)
+            if row is not None:
+                heads = pick(at_depth, fix=fix, d_model=d)["heads"].iloc[0]
+                rows.append({"placement": FIX_LABELS[fix], "L": depth, "d": int(d),
+                             "heads": int(heads), **row})
+    return pd.DataFrame(rows)

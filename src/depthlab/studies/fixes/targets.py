@@ -1,0 +1,137 @@
+"""The tables and figures of the fixes study (issue 18: do the literature's fixes fix it?),
+declared once."""
+
+from depthlab.pipeline.targets import Target, declare
+
+DEPTH_ARMS = ("depth", "calibrated")  # every placement across depths; calibrated Pre-LN
+WIDTH_ARMS = ("depth", "width_*")  # the depth arm gives the study's own width
+SETUP = ("At initialisation: d = 128, 4 heads, 4x ReLU FFN, PyTorch's default init, float64, "
+         "one sequence of 128 tokens, causal, MSE loss to N(0, 1) targets (stack96's "
+         "settings); every placement of the registry (depthlab.pipeline.placements), 6 seeds, "
+         "and at L = 6-96 Pre-LN with layerwise branch scales calibrated on seeds 0-11 of an "
+         "unscaled Pre-LN run and measured on held-out seeds 12-23.")
+BAND = "Median across seeds, seed range as a band."
+CELLS = "Each cell: median across seeds [seed min, max]."
+EXPONENTS = ("Exponents: per seed the slope of ln(quantity) on ln L across the arm's depths "
+             "(6-192).")
+DEFINITIONS = ("ω = mean |LN(x_k) − LN(x_{k−1})| per coordinate; its decay rate is the log-log "
+               "slope over the deepest three quarters of the blocks (theory096's formula: "
+               "−0.5). Branch/stream = RMS of what the sublayer adds over RMS of its skip path. "
+               "— = not defined: no skip path (no residual), ω and branch ratios are 0 "
+               "(ReZero: the identity at init), or no second stream (all but ResiDual). "
+               "ResiDual's stream x_a is Post-LN's exactly (same weights per seed), so its "
+               "stream probes equal Post-LN's.")
+TABLE_NOTE = f"{CELLS} {EXPONENTS} {DEFINITIONS}"
+
+
+def _table(depth: int) -> Target:
+    return Target(
+        f"table_fixes_probes_L{depth}",
+        f"fixes: every placement x probe at L = {depth} (median, seed range)",
+        draw=f"tables:probes_at_{depth}", reads=DEPTH_ARMS,
+        title=f"Every placement on every probe at L = {depth}, at initialisation",
+        note=TABLE_NOTE,
+        caption=f"Every placement (rows) on every probe of the notes (columns) at L = {depth}: "
+        "first/last gradient ratio ‖g_1‖/‖g_L‖ and its exponent across depths, stream growth "
+        "rms(x_L)/rms(x_0) (input-sd units, before any final norm) and its exponent, ω at the "
+        "last block and its log-log decay rate over k, the mean pairwise token cosine after "
+        "the last block, the branch-to-stream ratio of the last block's sublayers, the sd of "
+        "the head's input and ResiDual's second stream; all dimensionless; median across "
+        f"seeds with the seed range. {SETUP}",
+    )
+
+
+TARGETS = declare(
+    "fixes",
+    _table(96),
+    _table(192),
+    Target(
+        "table_fixes_width",
+        "fixes: every placement x probe at L = 24 across widths d = 64..512",
+        draw="tables:width", reads=WIDTH_ARMS,
+        title="Every placement on every probe at L = 24 across the width d, at initialisation",
+        note=f"{CELLS} heads = d/32 (head size 32); d = 128 is the depth arm's L = 24 cell. "
+        f"{DEFINITIONS}",
+        caption="The per-cell probes of table_fixes_probes_L96 at L = 24 for each width d = "
+        "64, 128, 256, 512 (heads = d/32), per placement; dimensionless; median across "
+        f"seeds with the seed range. {SETUP}",
+    ),
+    Target(
+        "fig_fixes_grad_ratio",
+        "fixes: first/last gradient ratio against depth, a curve per placement",
+        draw="figures:grad_ratio", reads=DEPTH_ARMS,
+        caption="First/last block gradient ratio ‖g_1‖/‖g_L‖ (dimensionless; gradient = "
+        "Frobenius norm of dLoss/dθ over the block's parameters, ReZero's alpha alone) "
+        f"against depth L, log-log, a curve per placement. {BAND} {SETUP}",
+    ),
+    Target(
+        "fig_fixes_grad_profile",
+        "fixes: gradient norm by block at the three deepest depths, a curve per placement",
+        draw="figures:grad_profile", reads=DEPTH_ARMS,
+        caption="Gradient norm of each block (Frobenius norm of dLoss/dθ over its parameters, "
+        "loss units per parameter unit) against its index, a panel per depth (48, 96, 192), a "
+        f"curve per placement, log y. {BAND} {SETUP}",
+    ),
+    Target(
+        "fig_fixes_stream_growth",
+        "fixes: stream growth rms(x_L)/rms(x_0) against depth and stream RMS by block",
+        draw="figures:stream_growth", reads=DEPTH_ARMS,
+        caption="Left: the residual stream's RMS after the last block over the input's "
+        "(before any final norm; dimensionless) against depth, log-log, with √L; right: the "
+        "stream RMS after each block at L = 192 (input-sd units). ResiDual: x_a, the stream "
+        f"the blocks read (its second stream: fig_fixes_carry). {BAND} {SETUP}",
+    ),
+    Target(
+        "fig_fixes_omega",
+        "fixes: omega mean|D_k| by block at L = 192 and its log-log decay rate by depth",
+        draw="figures:omega", reads=DEPTH_ARMS,
+        caption="Left: ω = mean |LN(x_k) − LN(x_{k−1})| per coordinate (LN without affine; "
+        "units of a normalised coordinate) against block k at L = 192, log-log, with "
+        "theory096's ω_k·√(2/π); right: its log-log slope over k = L/4..L against depth "
+        f"(formula: −0.5). ReZero's ω is 0 at init (not shown). {BAND} {SETUP}",
+    ),
+    Target(
+        "fig_fixes_token_corr",
+        "fixes: mean pairwise token cosine after the last block against depth (rank collapse)",
+        draw="figures:token_corr", reads=DEPTH_ARMS,
+        caption="Mean pairwise cosine between the token vectors (0 orthogonal, 1 one shared "
+        "direction: rank collapse) after the last block against depth (left) and after each "
+        f"block at L = 192 (right). {BAND} {SETUP}",
+    ),
+    Target(
+        "fig_fixes_branch_ratio",
+        "fixes: branch-to-stream ratio of the last block against depth, and by block",
+        draw="figures:branch_ratio", reads=DEPTH_ARMS,
+        caption="RMS of what the attention (left) and MLP (middle) sublayer of the last block "
+        "adds over the RMS of the skip path it joins (dimensionless) against depth, and the "
+        "MLP ratio by block at L = 192 (right); log axes. No residual: no skip path; ReZero: "
+        f"0 at init (not shown). {BAND} {SETUP}",
+    ),
+    Target(
+        "fig_fixes_head_input",
+        "fixes: sd of the head's input against depth, a curve per placement",
+        draw="figures:head_input", reads=DEPTH_ARMS,
+        caption="sd of the tensor the loss head reads (after the final norm where the "
+        "placement has one; ResiDual: x_a + LN(x_d); units of the input sd) against depth, "
+        f"log-log. {BAND} {SETUP}",
+    ),
+    Target(
+        "fig_fixes_carry",
+        "fixes: ResiDual's second stream x_d against depth and by block",
+        draw="figures:carry", reads=DEPTH_ARMS,
+        caption="ResiDual's second stream x_d (the unnormalised sum of every branch output, "
+        "from the input): its sd after the last block over the input's against depth beside "
+        "x_a's (the Post-LN stream the blocks read) and Pre-LN's stream growth, log-log "
+        "(left), and sd(x_d) after each block at L = 192 (right); input-sd units. "
+        f"{BAND} {SETUP}",
+    ),
+    Target(
+        "fig_fixes_width",
+        "fixes: the probes against width d at L = 24, a curve per placement",
+        draw="figures:width", reads=WIDTH_ARMS,
+        caption="Gradient ratio, stream growth, ω decay rate, token cosine after the last "
+        "block, the last block's MLP branch-to-stream ratio and the head's input sd at "
+        "L = 24 against the width d = 64, 128, 256, 512 (heads = d/32), a panel per probe, a "
+        f"curve per placement; dimensionless. {BAND} {SETUP}",
+    ),
+)

@@ -1,0 +1,61 @@
+"""The table of the fixestraining study: which placements train, with and without warmup, and
+what training did to the init-time probes."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from depthlab.analysis.select import pick
+from depthlab.analysis.tables import fmt, spread
+from depthlab.pipeline.placements import LABELS, ORDER
+
+# the probes shown at step 0 and at the end (fit.DERIVED)
+SHOWN = (
+    ("grad_ratio", "grad ratio"),
+    ("stream_growth", "stream growth"),
+    ("token_corr_last", "token corr after block L"),
+)
+
+
+def _shown(row: pd.Series) -> str:
+    return f"{fmt(row['median'])} {spread(row['min'], row['max'])}"
+
+
+def trains(val: pd.Series, entropy: float) -> str:
+    """'yes' if every seed's final validation loss is below the corpus's unigram entropy (the
+    loss of a model that learned the character frequencies only), else 'no'."""
+    return "yes" if max(val["seed_values"]) < entropy else "no"
+
+
+def summary(fits: pd.DataFrame) -> pd.DataFrame:
+    """Per placement and warmup arm: the final validation loss (median, seed range), whether
+    it trains (every seed below the unigram entropy), the gap to the same placement's other
+    warmup arm, and the probes at step 0 and at the last step (median, seed range)."""
+    val = pick(fits, quantity="val_loss")
+    entropy = float(pick(fits, quantity="unigram_entropy")["median"].iloc[0])
+    end = int(val["step"].max())
+    final = val[val["step"] == end]
+    rows = []
+    for placement in [p for p in ORDER if p in set(final["placement"])]:
+        for warmup in sorted(final["warmup_steps"].unique()):
+            where = {"placement": placement, "warmup_steps": warmup}
+            loss = pick(final, **where)
+            if loss.empty:
+                continue
+            loss = loss.iloc[0]
+            other = final[(final["placement"] == placement) & (final["warmup_steps"] != warmup)]
+            row = {"placement": LABELS[placement], "L": int(loss["depth"]),
+                   "warmup steps": int(warmup),
+                   f"val loss at step {end} (nats/char)": loss["median"],
+                   "seed range": spread(loss["min"], loss["max"]),
+                   f"trains (every seed < {entropy:.4g})": trains(loss, entropy),
+                   "minus the other warmup arm": (loss["median"] - other["median"].iloc[0]
+                                                  if len(other) else float("nan"))}
+            for quantity, name in SHOWN:
+                values = pick(fits, quantity=quantity, **where).sort_values("step")
+                if values.empty:
+                    continue
+                row[f"{name}, step 0"] = _shown(values.iloc[0])
+                row[f"{name}, step {int(values['step'].iloc[-1])}"] = _shown(values.iloc[-1])
+            rows.append(row)
+    return pd.DataFrame(rows)

@@ -1,0 +1,53 @@
+"""The tables and figures of the fixestraining study (issue 18): do the fixes train without
+warmup, and what does training do to their init-time probes? Declared once."""
+
+from depthlab.pipeline.targets import Target, declare
+
+SETUP = ("A character-level model on Tiny Shakespeare: the fixes study's stack (d = 128, 4 "
+         "heads, 4x ReLU FFN, PyTorch's default init) at L = 24, float32, batches of 8 x 64 "
+         "characters, AdamW (lr 1e-3, cosine to 1e-4, weight decay 0.1), with a linear warmup "
+         "and without; probes on one fixed validation batch of 4 sequences after a backward "
+         "pass of its next-character loss.")
+
+TARGETS = declare(
+    "fixestraining",
+    Target(
+        "table_fixes_training",
+        "fixes training: final validation loss per placement with and without warmup; probes "
+        "at step 0 and at the end",
+        draw="tables:summary", reads=("*",),
+        title="Which placements train, with and without warmup (median across seeds, seed "
+        "range beside)",
+        note="trains = every seed's final validation loss below the corpus's unigram entropy "
+        "(its value, measured on the corpus, is in the column's name: the loss of a model "
+        "of the character frequencies alone). 'minus the other "
+        "warmup arm' = this arm's median final validation loss minus the other's (nats/char). "
+        "Probe cells: median [seed min, max]; grad ratio = ‖g_1‖/‖g_L‖, stream growth = "
+        "rms(x_L)/rms(x_0) before any final norm, token corr = mean pairwise token cosine "
+        "after the last block.",
+        caption="Per placement and warmup arm: the validation loss at the last step (nats per "
+        "character, median and seed range), whether every seed ends below the unigram "
+        "entropy, the difference to the other warmup arm, and the first/last gradient ratio, "
+        "stream growth and token correlation at step 0 and at the end (dimensionless; median "
+        f"and seed range). {SETUP}",
+    ),
+    Target(
+        "fig_fixes_training_loss",
+        "fixes training: train and validation loss by step, a panel per placement",
+        draw="figures:loss", reads=("*",),
+        caption="Training loss (10-step running median of the per-step seed medians) and "
+        "validation loss (markers, seed range as bars) in nats per character against the "
+        "optimiser step, a panel per placement, a line style per warmup arm; the grey line is "
+        f"the corpus's unigram entropy. {SETUP}",
+    ),
+    Target(
+        "fig_fixes_training_probes",
+        "fixes training: the init-time probes at each checkpoint, per placement and warmup",
+        draw="figures:probes", reads=("*",),
+        caption="First/last gradient ratio, stream growth rms(x_L)/rms(x_0), token cosine after "
+        "the last block, the log-log decay rate of ω over the deepest three quarters of the "
+        "blocks and the last block's MLP branch-to-stream ratio (dimensionless) at each "
+        "checkpoint against step (symlog), a column per warmup arm, a curve per placement; "
+        f"median and seed range. {SETUP}",
+    ),
+)

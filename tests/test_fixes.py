@@ -1,0 +1,217 @@
+"""The fixes study (issue 18): every placement on every probe at init, and the trained runs.
+
+The fit on a small measured table (shapes, every placement present, what each fix must give at
+init by its definition), the tables and figures on it, the configs, and the tiny study end to
+end through Snakemake."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from conftest import ROOT, copy_workflow, run_snakemake
+
+from depthlab.core.calibrate import branch_scales, calibrate
+from depthlab.core.measure import measure_job
+from depthlab.pipeline.grid import study_jobs
+from depthlab.pipeline.placements import ORDER, PLACEMENTS
+from depthlab.pipeline.validate import check_config
+from depthlab.studies import BY_NAME, TARGETS
+from depthlab.studies.fixes import tables
+from depthlab.studies.fixes.fit import CALIBRATED, FIX_LABELS, QUANTITIES, fit
+
+SCHEMA = ROOT / "workflow/schemas/config.schema.yaml"
+DEPTHS = (2, 4)
+SMALL = {"d_model": 8, "heads": 2, "tokens": 8, "seeds": 3, "grad_of": "params"}
+
+
+def small_config() -> dict:
+    """A depth arm of every placement, a width arm and a calibrated Pre-LN arm, all small."""
+    every = list(ORDER)
+    calib = {"d_model": 16, "tokens": 16, "seeds": 6}
+    return {"studies": {"fixes": {"settings": SMALL, "arms": {
+        "depth": {"axes": {"placement": every, "depth": list(DEPTHS)},
+                  "pack": ["placement", "depth"]},
+        "width_16": {"settings": {"d_model": 16, "heads": 4, "depth": 4},
+                     "axes": {"placement": every}, "pack": ["placement"]},
+        "calib_base": {"settings": calib, "axes": {"placement": ["pre"], "depth": [4]}},
+        "calibrated": {"settings": {**calib, "seed_offset": 6}, "calibrate_from": "calib_base",
+                       "axes": {"placement": ["pre"], "depth": [4]}},
+    }}}}
+
+
+@pytest.fixture(scope="module")
+def measured() -> pd.DataFrame:
+    """The small config measured as the workflow would: the calibrated arm with the scales of
+    its source's shard."""
+    frames = {}
+    for job in study_jobs(small_config()):
+        scales = None
+        if job.arm == "calibrated":
+            scales = branch_scales(calibrate(frames[("calib_base", job.job)]))
+        frames[(job.arm, job.job)] = measure_job(job, scales)
+    return pd.concat(frames.values(), ignore_index=True)
+
+
+@pytest.fixture(scope="module")
+def fits(measured) -> pd.DataFrame:
+    return fit(measured, {})
+
+
+def rows(fits, quantity, **where) -> pd.DataFrame:
+    out = fits[fits["quantity"] == quantity]
+    for key, value in where.items():
+        out = out[out[key] == value]
+    return out
+
+
+def test_every_placement_has_every_cell_quantity(fits):
+    for quantity in ("grad_ratio", "stream_growth", "omega_last", "token_corr_last",
+                     "head_input_sd", "grad_log_sd"):
+        depth = rows(fits, quantity, arm="depth")
+        assert set(zip(depth["fix"], depth["depth"], strict=True)) == {
+            (p, d) for p in ORDER for d in DEPTHS}, quantity
+        assert set(rows(fits, quantity, arm="width_16")["fix"]) == set(ORDER), quantity
+    assert set(fits["quantity"]) <= set(QUANTITIES)
+
+
+def test_rows_carry_every_seed(fits):
+    seeds = list(range(SMALL["seeds"]))
+    for _, row in fits[fits["arm"] == "depth"].iterrows():
+        assert list(row["seeds"]) == seeds and len(row["seed_values"]) == len(seeds)
+        assert row["n_seeds"] == len(seeds)
+        assert row["min"] <= row["median"] <= row["max"]
+
+
+def test_per_block_quantities_have_one_row_per_block(fits):
+    for placement in ORDER:
+        for depth in DEPTHS:
+            where = {"arm": "depth", "fix": placement, "depth": depth}
+            assert sorted(rows(fits, "stream_rms", **where)["layer"]) == list(range(depth + 1))
+            assert sorted(rows(fits, "grad_norm", **where)["layer"]) == list(range(1, depth + 1))
+            assert sorted(rows(fits, "omega_abs", **where)["layer"]) == list(range(1, depth + 1))
+
+
+def test_rezero_is_the_identity_at_init(fits):
+    where = {"arm": "depth", "fix": "rezero"}
+    for quantity, value in (("stream_growth", 1.0), ("omega_last", 0.0),
+                            ("branch_ratio_last_attn", 0.0), ("branch_ratio_last_mlp", 0.0)):
+        for _, row in rows(fits, quantity, **where).iterrows():
+            assert list(row["seed_values"]) == [value] * SMALL["seeds"], quantity
+    assert rows(fits, "omega_abs", **where)["max"].max() == 0
+    assert list(rows(fits, "stream_exponent", **where)["seed_values"].iloc[0]) == [0.0] * 3
+    # omega's decay rate is undefined where omega is 0: absent, not NaN
+    assert rows(fits, "omega_slope", **where).empty
+    assert fits["median"].notna().all()
+
+
+def test_post_ln_stream_is_normalised_and_resi_dual_reads_it(fits):
+    post = rows(fits, "stream_rms", arm="depth", fix="post")
+    blocks = post[post["layer"] >= 1]
+    # LN output without affine: rms = sqrt(var / (var + eps)), 1 to about eps / 2
+    for values in blocks["seed_values"]:
+        assert np.allclose(values, 1.0, atol=1e-4)
+    # ResiDual's x_a is Post-LN's stream exactly (same draws per seed); its second stream grows
+    resi = rows(fits, "stream_rms", arm="depth", fix="resi_dual")
+    assert np.array_equal(np.stack(resi["seed_values"]), np.stack(post["seed_values"]))
+    carry = rows(fits, "carry_growth", arm="depth")
+    assert set(carry["fix"]) == {"resi_dual"} and (carry["min"] > 1).all()
+
+
+def test_probes_follow_the_registry_flags(fits):
+    ratio = rows(fits, "branch_ratio_last_attn", arm="depth")
+    assert set(ratio["fix"]) == {p for p, e in PLACEMENTS.items() if e.residual}
+    block = rows(fits, "branch_ratio_last_block", arm="depth")
+    assert set(block["fix"]) == {p for p, e in PLACEMENTS.items() if e.telescopes}
+    # Pre-LN's stream grows, Post-LN's does not (its growth is 1/rms of the input)
+    pre = rows(fits, "stream_growth", arm="depth", fix="pre", depth=4)
+    assert (pre["min"] > 1).all()
+
+
+def test_exponents_are_per_seed_loglog_slopes(fits):
+    growth = rows(fits, "stream_growth", arm="depth", fix="pre").sort_values("depth")
+    values = np.log(np.stack(growth["seed_values"]))  # (depths, seeds)
+    slopes = (values[1] - values[0]) / np.log(DEPTHS[1] / DEPTHS[0])
+    exponent = rows(fits, "stream_exponent", arm="depth", fix="pre").iloc[0]
+    assert np.allclose(exponent["seed_values"], slopes, rtol=1e-10)
+    assert pd.isna(exponent["depth"])
+
+
+def test_calibrated_cells_are_their_own_fix(fits):
+    calibrated = rows(fits, "stream_growth", arm="calibrated")
+    assert calibrated["fix"].tolist() == [CALIBRATED]
+    assert calibrated["placement"].tolist() == ["pre"]
+    assert list(calibrated["seeds"].iloc[0]) == list(range(6, 12))  # held-out seeds
+    assert rows(fits, "stream_growth", arm="calib_base")["fix"].tolist() == ["pre"]
+    scales = rows(fits, "branch_scale_attn", arm="calibrated")
+    assert len(scales) == 4 and not rows(fits, "branch_scale_attn", arm="depth").size
+
+
+def test_tables_have_a_row_per_placement(fits):
+    table = tables.probes_at_depth(fits[fits["arm"].isin(["depth", "calibrated"])], 4)
+    assert table["placement"].tolist() == [FIX_LABELS[p] for p in (*ORDER, CALIBRATED)]
+    rezero = table.set_index("placement").loc[FIX_LABELS["rezero"]]
+    assert rezero["stream growth rms(x_L)/rms(x_0)"] == "1 [1, 1]"
+    assert rezero["ω decay rate (log-log slope)"] == "—"
+    width = tables.width(fits[fits["arm"].isin(["depth", "width_16"])])
+    assert len(width) == 2 * len(ORDER) and sorted(width["d"].unique()) == [8, 16]
+
+
+def test_every_fixes_figure_draws(fits):
+    import matplotlib.pyplot as plt
+
+    for target in TARGETS:
+        if target.study == "fixes" and target.kind == "figure":
+            read = fits[fits["arm"].isin(target.arms(sorted(fits["arm"].unique())))]
+            plt.close(target.function()(read))
+
+
+def test_configs_have_the_same_keys_and_every_placement():
+    full = yaml.safe_load((ROOT / "config/fixes.yaml").read_text())
+    tiny = yaml.safe_load((ROOT / "config/tiny_fixes.yaml").read_text())
+    assert list(full) == list(tiny) and list(full["studies"]) == list(tiny["studies"])
+    for study in full["studies"]:
+        f, t = full["studies"][study], tiny["studies"][study]
+        assert list(f) == list(t) and list(f["settings"]) == list(t["settings"]), study
+        assert [a for a in f["arms"] if not a.startswith("width")] == [
+            a for a in t["arms"] if not a.startswith("width")], study
+        for spec in (*f["arms"].values(), *t["arms"].values()):
+            placements = spec["axes"]["placement"]
+            assert placements in (list(ORDER), ["pre"]), placements
+    for config in (full, tiny):
+        jobs = check_config(config, SCHEMA)
+        assert len(jobs) <= 8  # packed: few jobs
+    # the full study's settings are stack96's (config/config.yaml)
+    stack96 = yaml.safe_load((ROOT / "config/config.yaml").read_text())["studies"]["stack96"]
+    for key, value in stack96["settings"].items():
+        assert full["studies"]["fixes"]["settings"][key] == value, key
+
+
+def test_targets_are_named_and_read_configured_arms():
+    full = yaml.safe_load((ROOT / "config/fixes.yaml").read_text())
+    for target in TARGETS:
+        if target.study in ("fixes", "fixestraining"):
+            assert target.name.startswith(("fig_fixes_", "table_fixes_")), target.name
+            assert target.arms(list(full["studies"][target.study]["arms"])), target.name
+    assert BY_NAME["table_fixes_probes_L96"].reads == ("depth", "calibrated")
+
+
+@pytest.mark.workflow
+def test_tiny_fixes_study_end_to_end(tmp_path):
+    work = copy_workflow(tmp_path)
+    run_snakemake(work, "--cores", "2", "--configfile", "config/tiny_fixes.yaml")
+    for target in TARGETS:
+        if target.study in ("fixes", "fixestraining"):
+            for path in target.outputs.values():
+                assert (work / path).stat().st_size > 0, path
+    at96 = pd.read_csv(work / "results/tables/fixes_probes_L96.csv")
+    assert at96["placement"].tolist() == [FIX_LABELS[p] for p in ORDER]
+    assert at96.set_index("placement").loc[FIX_LABELS["rezero"],
+                                           "stream growth rms(x_L)/rms(x_0)"] == "1 [1, 1]"
+    trained = pd.read_csv(work / "results/tables/fixes_training.csv")
+    assert len(trained) == 2 * len(ORDER)
+    assert sorted(trained["warmup steps"].unique()) == [0, 3]
+    fits = pd.read_parquet(work / "results/fits/fixestraining/nowarmup.parquet")
+    steps = fits.loc[fits["quantity"] == "grad_ratio", "step"]
+    assert sorted(steps.unique()) == [0, 3, 8]
