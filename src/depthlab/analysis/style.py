@@ -11,7 +11,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
-from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter  # noqa: E402
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
 from depthlab.core.io import atomic_path  # noqa: E402
 
@@ -33,14 +33,13 @@ PROBE_AXES = {
 
 def log_scale(ax, *which: str) -> None:
     """Log scale on the named axes ('x', 'y'), with major ticks at 1, 2 and 5 times each power
-    of ten, labelled as plain numbers (0.5, 20, 96 rather than 5x10^-1), and no minor labels."""
+    of ten (fewer where the axis spans many decades), labelled as short plain numbers (0.5, 20,
+    0.0001 rather than 5x10^-1; 1e-05 below that), and no minor labels."""
     for name in which:
         axis = ax.xaxis if name == "x" else ax.yaxis
         (ax.set_xscale if name == "x" else ax.set_yscale)("log")
-        axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
-        formatter = ScalarFormatter()
-        formatter.set_scientific(False)
-        axis.set_major_formatter(formatter)
+        axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0), numticks=12))
+        axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
         axis.set_minor_formatter(NullFormatter())
 
 

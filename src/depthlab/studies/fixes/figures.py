@@ -24,8 +24,14 @@ def _panels(n: int, width: float = 4.0, height: float = 3.4, **kw):
     return plt.subplots(1, n, figsize=(width * n, height), squeeze=False, **kw)
 
 
-def _n_seeds(frame: pd.DataFrame) -> int:
-    return int(frame["n_seeds"].max())
+def _n_seeds(frame: pd.DataFrame) -> str:
+    """The seed count of the placements' cells, and the calibrated variant's if it differs."""
+    plain = frame.loc[frame["fix"] != CALIBRATED, "n_seeds"]
+    calibrated = frame.loc[frame["fix"] == CALIBRATED, "n_seeds"]
+    n = int(plain.max()) if len(plain) else int(calibrated.max())
+    if len(plain) and len(calibrated) and int(calibrated.max()) != n:
+        return f"{n} (calibrated: {int(calibrated.max())} held-out)"
+    return str(n)
 
 
 def _curves(ax, frame: pd.DataFrame, x: str, positive: bool = False, markers: bool = True,

@@ -85,7 +85,7 @@ TARGETS = declare(
         "fig_fixes_omega",
         "fixes: omega mean|D_k| by block at L = 192 and its log-log decay rate by depth",
         draw="figures:omega", reads=DEPTH_ARMS,
-        caption="Left: ω = mean |LN(x_k) − LN(x_{k−1})| per coordinate (LN without affine; "
+        caption=r"Left: ω = mean \|LN(x_k) − LN(x_{k−1})\| per coordinate (LN without affine; "
         "units of a normalised coordinate) against block k at L = 192, log-log, with "
         "theory096's ω_k·√(2/π); right: its log-log slope over k = L/4..L against depth "
         f"(formula: −0.5). ReZero's ω is 0 at init (not shown). {BAND} {SETUP}",
