@@ -1,5 +1,6 @@
-"""Per-layer probe rows as seed x layer frames, and the per-seed numbers read off them (shared by
-the fits of the studies that reduce a probe profile to one number per seed)."""
+"""Per-layer probe rows as seed x layer frames, the per-seed numbers read off them, and the
+summary of a training study's fit (shared by the fits of the studies that reduce a probe profile
+to one number per seed)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from depthlab.analysis.omega import fit_range
-from depthlab.analysis.stats import ols_slope
+from depthlab.analysis.stats import ols_slope, summarise_seeds
 
 
 def wide(table: pd.DataFrame, metric: str, index: list[str], sublayer: str = "block"
@@ -52,3 +53,21 @@ class PerSeed:
 
     def frame(self) -> pd.DataFrame:
         return pd.concat(self.parts, ignore_index=True)
+
+
+def summarise_checkpoints(table: pd.DataFrame, derived: pd.DataFrame, keys: list[str]
+                          ) -> pd.DataFrame:
+    """A training study's fit: every raw metric of its tidy table summarised across seeds per
+    (cell `keys`, step, layer), quantity = metric for block and head metrics, else
+    metric_sublayer; and its per-seed numbers `derived` (arm, label, seed, step, metric, value)
+    per (cell, step)."""
+    cells = table.drop_duplicates(["arm", "label"])[keys]
+    by_step = [*keys, "step"]
+    parts = []
+    for (metric, sublayer), sub in table.groupby(["metric", "sublayer"], sort=True):
+        shared = sublayer in ("block", "head")
+        parts.append(summarise_seeds(sub, [*by_step, "layer"],
+                                     metric if shared else f"{metric}_{sublayer}"))
+    for metric, sub in derived.merge(cells, on=["arm", "label"]).groupby("metric", sort=True):
+        parts.append(summarise_seeds(sub, by_step, metric))
+    return pd.concat(parts, ignore_index=True)

@@ -24,6 +24,11 @@ def spread(lo: float, hi: float, digits: int = 3) -> str:
     return f"[{fmt(lo, digits)}, {fmt(hi, digits)}]"
 
 
+def median_range(row) -> str:
+    """A seed summary row as 'median [seed min, max]'."""
+    return f"{fmt(row['median'])} {spread(row['min'], row['max'])}"
+
+
 def ranges(k, ok) -> str:
     """The values of k (integers) where ok holds, as ranges ('1–3, 20–96'), or 'none'."""
     out, start = [], None

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from depthlab.analysis.layers import PerSeed, omega_slope, wide
+from depthlab.analysis.layers import PerSeed, last, omega_slope, wide
 from depthlab.analysis.stats import loglog_slopes, summarise_seeds
 from depthlab.pipeline.placements import COLORS, LABELS, ORDER
 
@@ -108,12 +108,6 @@ def _wide(table: pd.DataFrame, metric: str, sublayer: str = "block") -> pd.DataF
     return wide(table, metric, SEED_KEYS, sublayer)
 
 
-def _at(frame: pd.DataFrame, layers: pd.Series) -> pd.Series:
-    """Per row of `frame`, its value at that row's layer in `layers` (indexed like frame)."""
-    columns = frame.columns.get_indexer(layers.to_numpy())
-    return pd.Series(frame.to_numpy()[np.arange(len(frame)), columns], index=frame.index)
-
-
 def _depths(frame: pd.DataFrame, cells: pd.DataFrame) -> pd.Series:
     """The depth of each row's cell."""
     depth = cells.set_index(["arm", "label"])["depth"]
@@ -135,21 +129,21 @@ def per_seed(table: pd.DataFrame, cells: pd.DataFrame) -> pd.DataFrame:
         out.add("grad_mean", pd.Series(np.nanmean(grads.to_numpy(), axis=1), index=grads.index))
     rms = _wide(table, "stream_rms")
     depth = _depths(rms, cells)
-    growth = _at(rms, depth) / rms[0]
+    growth = last(rms) / rms[0]
     out.add("stream_growth", growth)
     deep = depth > 1
     out.add("stream_exponent_one_depth", np.log(growth[deep]) / np.log(depth[deep]))
     carry = _wide(table, "carry_var")
     if not carry.empty:
-        out.add("carry_growth", np.sqrt(_at(carry, _depths(carry, cells)) / carry[0]))
+        out.add("carry_growth", np.sqrt(last(carry) / carry[0]))
     omega = _wide(table, "omega_abs")
-    out.add("omega_last", _at(omega, _depths(omega, cells)))
+    out.add("omega_last", last(omega))
     out.add("omega_slope", omega.apply(omega_slope, axis=1))
-    out.add("token_corr_last", _at(corr := _wide(table, "token_corr"), _depths(corr, cells)))
+    out.add("token_corr_last", last(_wide(table, "token_corr")))
     for sublayer in ("attn", "mlp", "block"):
         ratio = _wide(table, "branch_ratio", sublayer)
         if not ratio.empty:
-            out.add(f"branch_ratio_last_{sublayer}", _at(ratio, _depths(ratio, cells)))
+            out.add(f"branch_ratio_last_{sublayer}", last(ratio))
     return out.frame()
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from depthlab.analysis.select import pick
-from depthlab.analysis.tables import fmt, spread
+from depthlab.analysis.tables import median_range
 from depthlab.studies.fixes.fit import FIX_LABELS, FIX_ORDER
 
 # (quantity, column): the probes of the notes, one number per seed each (fit.QUANTITIES)
@@ -26,11 +26,6 @@ PROBES = (
 ACROSS = {"grad_ratio_exponent", "stream_exponent", "carry_exponent"}  # no depth of their own
 
 
-def _shown(row: pd.Series) -> str:
-    """A seed summary as 'median [min, max]'."""
-    return f"{fmt(row['median'])} {spread(row['min'], row['max'])}"
-
-
 def _row(fits: pd.DataFrame, fix: str, arms: list[str], probes, **where) -> dict | None:
     """One fix's probe columns from the rows of `arms` matching `where` (None if it has none)."""
     row, found = {}, False
@@ -42,7 +37,7 @@ def _row(fits: pd.DataFrame, fix: str, arms: list[str], probes, **where) -> dict
                 cells = cells[cells[key] == value]
         if len(cells) > 1:
             raise ValueError(f"{fix} {quantity} {where}: {len(cells)} rows, not one")
-        row[column] = _shown(cells.iloc[0]) if len(cells) else "—"
+        row[column] = median_range(cells.iloc[0]) if len(cells) else "—"
         found |= quantity not in ACROSS and len(cells) == 1
     return row if found else None
 

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from depthlab.analysis.layers import PerSeed, last, omega_slope, wide
-from depthlab.analysis.stats import summarise_seeds
+from depthlab.analysis.layers import PerSeed, last, omega_slope, summarise_checkpoints, wide
 
 KEYS = ["arm", "label", "placement", "depth", "warmup_steps"]
 SEED_KEYS = ["arm", "label", "seed", "step"]
@@ -59,14 +58,4 @@ def fit(table: pd.DataFrame, axes: dict[str, list[str]]) -> pd.DataFrame:
     """Every raw metric summarised per (cell, step, layer) (quantity = metric, or
     metric_sublayer for per-sublayer metrics; the losses and the corpus's unigram_entropy at
     layer 0), and the DERIVED quantities per (cell, step)."""
-    keys = [*KEYS, "step"]
-    cells = table.drop_duplicates(["arm", "label"])[KEYS]
-    parts = []
-    for (metric, sublayer), sub in table.groupby(["metric", "sublayer"], sort=True):
-        shared = sublayer in ("block", "head")
-        parts.append(summarise_seeds(sub, [*keys, "layer"],
-                                     metric if shared else f"{metric}_{sublayer}"))
-    derived = per_seed(table).merge(cells, on=["arm", "label"])
-    for metric, sub in derived.groupby("metric", sort=True):
-        parts.append(summarise_seeds(sub, keys, metric))
-    return pd.concat(parts, ignore_index=True)
+    return summarise_checkpoints(table, per_seed(table), KEYS)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from depthlab.analysis.select import pick
-from depthlab.analysis.tables import fmt, spread
+from depthlab.analysis.tables import median_range, spread
 from depthlab.pipeline.placements import LABELS, ORDER
 
 # the probes shown at step 0 and at the end (fit.DERIVED)
@@ -15,10 +15,6 @@ SHOWN = (
     ("stream_growth", "stream growth"),
     ("token_corr_last", "token corr after block L"),
 )
-
-
-def _shown(row: pd.Series) -> str:
-    return f"{fmt(row['median'])} {spread(row['min'], row['max'])}"
 
 
 def trains(val: pd.Series, entropy: float) -> str:
@@ -55,7 +51,8 @@ def summary(fits: pd.DataFrame) -> pd.DataFrame:
                 values = pick(fits, quantity=quantity, **where).sort_values("step")
                 if values.empty:
                     continue
-                row[f"{name}, step 0"] = _shown(values.iloc[0])
-                row[f"{name}, step {int(values['step'].iloc[-1])}"] = _shown(values.iloc[-1])
+                row[f"{name}, step 0"] = median_range(values.iloc[0])
+                end_row = values.iloc[-1]
+                row[f"{name}, step {int(end_row['step'])}"] = median_range(end_row)
             rows.append(row)
     return pd.DataFrame(rows)

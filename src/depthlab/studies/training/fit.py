@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from depthlab.analysis.omega import fit_range
-from depthlab.analysis.stats import ols_slope, summarise_seeds
+from depthlab.analysis.layers import last, omega_slope, summarise_checkpoints, wide
+from depthlab.analysis.stats import ols_slope
 
 KEYS = ["arm", "label", "placement", "depth", "warmup_steps"]
 SEED_KEYS = ["arm", "label", "seed", "step"]
@@ -35,21 +35,13 @@ SUMMARIES = {
 
 def _wide(table: pd.DataFrame, metric: str, sublayer: str) -> pd.DataFrame:
     """One metric as a (arm, label, seed, step) x layer frame."""
-    sub = table[(table["metric"] == metric) & (table["sublayer"] == sublayer)]
-    return sub.pivot_table(index=SEED_KEYS, columns="layer", values="value")
+    return wide(table, metric, SEED_KEYS, sublayer)
 
 
-def _slope(row: pd.Series, log: bool = False, blocks: tuple[int, int] | None = None) -> float:
-    """OLS slope of a per-layer row on its layer index (log-log when `log`)."""
+def _slope(row: pd.Series) -> float:
+    """OLS slope of a per-layer row on its layer index."""
     row = row.dropna()
-    k = row.index.to_numpy(dtype=float)
-    v = row.to_numpy(dtype=float)
-    if blocks is not None:
-        keep = (k >= blocks[0]) & (k <= blocks[1])
-        k, v = k[keep], v[keep]
-    if log:
-        k, v = np.log(k), np.log(v)
-    return ols_slope(k, v)[0]
+    return ols_slope(row.index.to_numpy(dtype=float), row.to_numpy(dtype=float))[0]
 
 
 def per_seed(table: pd.DataFrame) -> pd.DataFrame:
@@ -72,20 +64,17 @@ def per_seed(table: pd.DataFrame) -> pd.DataFrame:
     sd = _wide(pre, "stream_sd", "block")
     if not sd.empty:
         depth = sd.notna().sum(axis=1) - 1
-        last = pd.Series([sd.loc[i, d] for i, d in depth.items()], index=sd.index)
         deep = depth > 1
-        add("stream_exponent", np.log(last[deep] / sd.loc[deep, 1]) / np.log(depth[deep]))
+        add("stream_exponent", np.log(last(sd)[deep] / sd.loc[deep, 1]) / np.log(depth[deep]))
     omega = _wide(table, "omega_abs", "block")
     if not omega.empty:
-        add("omega_slope", omega.apply(
-            lambda r: _slope(r, log=True, blocks=fit_range(int(r.dropna().index.max()))[-1]),
-            axis=1))
+        add("omega_slope", omega.apply(omega_slope, axis=1))
     for sublayer in ("attn", "mlp"):
         delta = _wide(pre, "delta", sublayer)
         if not delta.empty:
             add(f"delta_{sublayer}_slope", delta.apply(_slope, axis=1))
     corr = _wide(table, "token_corr", "block")
-    add("token_corr_last", corr.apply(lambda r: r.dropna().iloc[-1], axis=1))
+    add("token_corr_last", last(corr))
     for sublayer, placements in (("block", ["pre"]), ("attn", ["post", "none"])):
         branch = _wide(table[table["placement"].isin(placements)], "branch_ratio", sublayer)
         if not branch.empty:
@@ -103,14 +92,4 @@ def fit(table: pd.DataFrame, axes: dict[str, list[str]]) -> pd.DataFrame:
     """All training fits as one long table: every raw metric summarised per (cell, step, layer),
     quantity = metric or metric_sublayer for per-sublayer metrics (the corpus's unigram_entropy
     among them, at step 0); the SUMMARIES quantities per (cell, step)."""
-    keys = [*KEYS, "step"]
-    cells = table.drop_duplicates(["arm", "label"])[KEYS]
-    parts = []
-    for (metric, sublayer), sub in table.groupby(["metric", "sublayer"], sort=True):
-        shared = sublayer in ("block", "head")
-        parts.append(summarise_seeds(sub, [*keys, "layer"], metric if shared
-                                else f"{metric}_{sublayer}"))
-    derived = per_seed(table).merge(cells, on=["arm", "label"])
-    for metric, sub in derived.groupby("metric", sort=True):
-        parts.append(summarise_seeds(sub, keys, metric))
-    return pd.concat(parts, ignore_index=True)
+    return summarise_checkpoints(table, per_seed(table), KEYS)
