@@ -4,13 +4,15 @@ a plain training loop, and Snakemake's own start-up."""
 
 from __future__ import annotations
 
-import resource
+import contextlib
+import os
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import psutil
 import torch
 import yaml
 
@@ -24,23 +26,37 @@ from depthlab.pipeline.settings import RunSettings
 from depthlab.pipeline.train_settings import TrainSettings, training_arms
 
 
-def _children() -> resource.struct_rusage:
-    return resource.getrusage(resource.RUSAGE_CHILDREN)
+def _tree_rss(proc: psutil.Process) -> int:
+    """Resident bytes of every process below `proc`, summed (0 for those already gone)."""
+    total = 0
+    for child in proc.children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            total += child.memory_info().rss
+    return total
 
 
 def run(cmd: list[str], cwd: Path) -> dict:
-    """Wall and CPU seconds of a command and the peak resident memory (MB) of its largest
-    process (Linux's RUSAGE_CHILDREN; measured on a fresh subprocess so earlier runs do not
-    count)."""
+    """Wall and CPU seconds of a command, the peak resident memory (MB) of its largest process
+    (Linux's RUSAGE_CHILDREN, of a fresh subprocess so earlier runs do not count) and the peak
+    of all its processes' memory together (sampled every 0.1 s: jobs run side by side)."""
     probe = [sys.executable, "-c",
              "import resource, subprocess, sys, time; t = time.perf_counter(); "
              "subprocess.run(sys.argv[1:], check=True, capture_output=True); "
              "r = resource.getrusage(resource.RUSAGE_CHILDREN); "
              "print(time.perf_counter() - t, r.ru_utime + r.ru_stime, r.ru_maxrss / 1024)",
              *cmd]
-    out = subprocess.run(probe, cwd=cwd, capture_output=True, text=True, check=True).stdout
+    proc = subprocess.Popen(probe, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    watched, together = psutil.Process(proc.pid), 0
+    while proc.poll() is None:
+        with contextlib.suppress(psutil.Error):
+            together = max(together, _tree_rss(watched))
+        time.sleep(0.1)
+    out, err = proc.communicate()
+    if proc.returncode:
+        raise RuntimeError(f"{' '.join(cmd)} failed:\n{err[-3000:]}")
     wall, cpu, peak = map(float, out.split())
-    return {"wall_s": wall, "cpu_s": cpu, "peak_mb": peak}
+    return {"wall_s": wall, "cpu_s": cpu, "peak_mb": peak, "together_peak_mb": together / 2**20}
 
 
 def same_work_config() -> dict:
@@ -70,10 +86,11 @@ def same_work(base: Path) -> dict:
     b_parts = [run([sys.executable, "-m", "benchmarks.plain", table], ROOT)
                for table in ("grad", "stream")]
     b = {"wall_s": sum(p["wall_s"] for p in b_parts), "cpu_s": sum(p["cpu_s"] for p in b_parts),
-         "peak_mb": max(p["peak_mb"] for p in b_parts)}
+         **{k: max(p[k] for p in b_parts) for k in ("peak_mb", "together_peak_mb")}}
     return {**{f"depthlab_{k}": v for k, v in a.items()}, **{f"plain_{k}": v for k, v in b.items()},
             "speedup_wall": b["wall_s"] / a["wall_s"], "cpu_ratio": a["cpu_s"] / b["cpu_s"],
-            "memory_ratio": a["peak_mb"] / b["peak_mb"]}
+            "memory_ratio": a["peak_mb"] / b["peak_mb"],
+            "together_memory_ratio": a["together_peak_mb"] / b["together_peak_mb"]}
 
 
 def startup(base: Path) -> dict:
@@ -97,14 +114,39 @@ def from_nothing(base: Path, target: str) -> dict:
     return {"target": target, "wall_s": snakemake(work, "--cores", "2", target)}
 
 
+# the work's shapes: the init studies' (6 seeds x 128 tokens, d = 128, float64) and the
+# training study's (2 seeds x 8 x 64 tokens, float32)
+# (2 to 3 s of products each at this machine's rates)
+GEMM_SHAPES = {"float64": ({"seeds": 6}, 500),
+               "float32": ({"seeds": 2, "dtype": "float32", "batch": 8, "tokens": 64}, 2000)}
+
+
+def gemm_rate(dtype: str, start_at: float = 0.0) -> float:
+    """GFLOP/s of the batched products of a block at the work's shapes, harmonic mean; from
+    wall-clock time `start_at` on (so that processes side by side overlap)."""
+    shape, repeats = GEMM_SHAPES[dtype]
+    s = RunSettings(**shape)
+    compute.gemm_rates(s, repeats=5)  # warm
+    time.sleep(max(0.0, start_at - time.time()))
+    return statistics.harmonic_mean(r["gflop_s"] for r in compute.gemm_rates(s, repeats))
+
+
 def gemm_limits() -> dict:
-    """The GEMM rates the floors use (GFLOP/s, harmonic mean over the products of a block):
-    float64 at the init studies' shapes (6 seeds x 128 tokens, d = 128), float32 at the
-    training study's (2 seeds x 8 x 64 tokens)."""
-    f64 = compute.gemm_rates(RunSettings(seeds=6))
-    f32 = compute.gemm_rates(RunSettings(seeds=2, dtype="float32", batch=8, tokens=64))
-    return {"float64": statistics.harmonic_mean(r["gflop_s"] for r in f64),
-            "float32": statistics.harmonic_mean(r["gflop_s"] for r in f32)}
+    """The GEMM rates the floors use (GFLOP/s): per dtype the higher of this process on all its
+    threads and one single-threaded process per core side by side, summed (the jobs run so)."""
+    cores = os.cpu_count() or 1
+    script = ("import sys, torch; torch.set_num_threads(1); from benchmarks.endtoend import "
+              "gemm_rate; print(gemm_rate(sys.argv[1], float(sys.argv[2])))")
+    out = {}
+    for dtype in GEMM_SHAPES:
+        start_at = str(time.time() + 8)  # after every process's imports
+        procs = [subprocess.Popen([sys.executable, "-c", script, dtype, start_at], cwd=ROOT,
+                                  text=True, stdout=subprocess.PIPE) for _ in range(cores)]
+        side_by_side = sum(float(p.communicate()[0]) for p in procs)
+        together = gemm_rate(dtype)
+        out.update({dtype: max(together, side_by_side), f"{dtype}_one_process": together,
+                    f"{dtype}_side_by_side": side_by_side})
+    return out
 
 
 def default_floor(limits: dict) -> dict:
@@ -121,9 +163,10 @@ def default_floor(limits: dict) -> dict:
 
 
 def default_run(base: Path) -> dict:
-    """Wall seconds of `snakemake --cores 2` (what `make run` runs) from nothing."""
+    """`snakemake --cores 2` (what `make run` runs) from nothing: wall and CPU seconds, peak
+    memory of the largest process and of all together (`run`)."""
     work = workdir(base / "default")
-    return {"wall_s": snakemake(work, "--cores", "2")}
+    return run([sys.executable, "-m", "snakemake", "--cores", "2"], work)
 
 
 def train_step(steps: int = 20) -> dict:

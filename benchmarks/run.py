@@ -110,7 +110,7 @@ def summary(cells: pd.DataFrame, gemm: pd.DataFrame, scale: pd.DataFrame, dag: l
 
 def end_to_end(base: Path, args) -> dict:
     """The figures of benchmarks/endtoend.py from one run, flattened into one row."""
-    out = {f"gemm_{k}_gflop_s": v for k, v in endtoend.gemm_limits().items()}
+    out = {f"gemm_{k}_gflop_s": v for k, v in endtoend.gemm_limits().items()}  # the limit first
     out.update({f"same_work_{k}": v for k, v in endtoend.same_work(base).items()})
     out.update({f"startup_{k}": v for k, v in endtoend.startup(base).items()})
     for target in ("fig_grad_ratio_by_depth", "fig_increments_by_layer"):
@@ -119,21 +119,27 @@ def end_to_end(base: Path, args) -> dict:
     limits = {k: out[f"gemm_{k}_gflop_s"] for k in ("float64", "float32")}
     out.update({f"default_{k}": v for k, v in endtoend.default_floor(limits).items()})
     if not args.skip_default_run:
-        out["default_wall_s"] = endtoend.default_run(base)["wall_s"]
+        out.update({f"default_{k}": v for k, v in endtoend.default_run(base).items()})
         out["default_over_floor"] = out["default_wall_s"] / out["default_floor_s"]
     return out
 
 
 def end_to_end_summary(e: dict) -> str:
     """The end-to-end figures as markdown, ratios first."""
+    rates = [f"{t} {e[f'gemm_{t}_gflop_s']:.1f} GFLOP/s ({e[f'gemm_{t}_one_process_gflop_s']:.1f}"
+             f" and {e[f'gemm_{t}_side_by_side_gflop_s']:.1f})" for t in ("float64", "float32")]
     lines = [
         "## End to end (issue 17)",
-        f"- GEMM rates: float64 {e['gemm_float64_gflop_s']:.1f} GFLOP/s, float32 "
-        f"{e['gemm_float32_gflop_s']:.1f} GFLOP/s (the work's shapes)",
+        "- GEMM rates at the work's shapes (the limit: the higher of one process on all "
+        "threads and single-threaded processes side by side): " + ", ".join(rates),
         f"- same work (stack96's two tables): depthlab {e['same_work_depthlab_wall_s']:.1f} s "
         f"wall, plain scripts {e['same_work_plain_wall_s']:.1f} s: "
-        f"{e['same_work_speedup_wall']:.2f}x faster; CPU {e['same_work_cpu_ratio']:.2f}x, peak "
-        f"memory {e['same_work_memory_ratio']:.2f}x the plain scripts'",
+        f"{e['same_work_speedup_wall']:.2f}x faster; CPU {e['same_work_cpu_ratio']:.2f}x; peak "
+        f"memory of the largest process {e['same_work_depthlab_peak_mb']:.0f} MB against "
+        f"{e['same_work_plain_peak_mb']:.0f} MB ({e['same_work_memory_ratio']:.2f}x), of all "
+        f"processes together {e['same_work_depthlab_together_peak_mb']:.0f} MB against "
+        f"{e['same_work_plain_together_peak_mb']:.0f} MB "
+        f"({e['same_work_together_memory_ratio']:.2f}x)",
         f"- Snakemake start-up (`-n`, nothing to run): {e['startup_dry_run_s']:.1f} s, of which "
         f"the Slurm plugin's import {e['startup_plugin_import_s']:.1f} s; without it "
         f"{e['startup_dry_run_without_plugin_s']:.1f} s",
@@ -148,7 +154,9 @@ def end_to_end_summary(e: dict) -> str:
     if "default_wall_s" in e:
         lines.append(f"- default run (`snakemake --cores 2` from nothing): "
                      f"{e['default_wall_s'] / 60:.1f} min, {e['default_over_floor']:.2f}x its "
-                     "floor")
+                     f"floor; CPU {e['default_cpu_s'] / 60:.1f} min; peak memory "
+                     f"{e['default_peak_mb']:.0f} MB (largest process), "
+                     f"{e['default_together_peak_mb']:.0f} MB (all together)")
     return "\n".join(lines) + "\n\n"
 
 
@@ -162,13 +170,15 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--study-dir", type=Path, help="run the whole study here and keep it "
                         "(default: a temporary folder)")
+    parser.add_argument("--work-dir", type=Path, help="run the end-to-end parts (the default "
+                        "run among them) here and keep them (default: a temporary folder)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
 
     # the workflow first, while this process holds no memory (it keeps what it frees, as the
     # measure jobs do, and page faults cost seconds per GB on VMs)
     with tempfile.TemporaryDirectory(prefix="depthlab-bench-") as tmp:
-        e2e = end_to_end(Path(tmp), args)
+        e2e = end_to_end(args.work_dir or Path(tmp), args)
         dag = None if args.skip_dag else workflow.dag_build(workflow.workdir(Path(tmp) / "dag"))
         study = None if args.skip_study else workflow.whole_study(
             workflow.workdir(args.study_dir or Path(tmp) / "study"))

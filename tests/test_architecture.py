@@ -157,15 +157,16 @@ def planned(output: str) -> tuple[dict[str, int], set[str]]:
 
 
 @pytest.mark.workflow
-@pytest.mark.parametrize("target, measured", [
-    ("fig_grad_ratio_by_depth", {"study=stack96, arm=grad, job=all"}),
+@pytest.mark.parametrize("target, measured, arms", [
+    ("fig_grad_ratio_by_depth",
+     {f"study=stack96, arm=grad, job=placement-{p}" for p in ("post", "pre", "none")}, 1),
     ("fig_increments_by_layer", {"study=varsplit, arm=base, job=depth-64",
-                                 "study=varsplit, arm=init, job=init-torch_default"}),
+                                 "study=varsplit, arm=init, job=init-torch_default"}, 2),
 ])
-def test_a_figure_from_nothing_measures_only_what_it_reads(tmp_path, target, measured):
-    """The default study's dry run of one figure: the measure jobs of the arms it reads, their
-    fits, the figure; nothing else."""
+def test_a_figure_from_nothing_measures_only_what_it_reads(tmp_path, target, measured, arms):
+    """The default study's dry run of one figure: the measure jobs of the arms it reads, one fit
+    per arm, the figure; nothing else."""
     work = copy_workflow(tmp_path)
     counts, jobs = planned(run_snakemake(work, target, "-n").stdout)
-    assert counts == {"measure": len(measured), "fit": len(measured), target: 1}, counts
+    assert counts == {"measure": len(measured), "fit": arms, target: 1}, counts
     assert jobs == measured

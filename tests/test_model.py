@@ -88,6 +88,35 @@ def test_seed_batch_equals_single_seed_runs():
             torch.testing.assert_close(y[i], y1[0], rtol=1e-13, atol=1e-13)
 
 
+def _values(s: RunSettings, threads: int) -> torch.Tensor:
+    """Every probe value of a cell measured on `threads` torch threads, in a fixed row order."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        frame = measure_cell(s)
+    finally:
+        torch.set_num_threads(before)
+    keys = ["seed", "layer", "sublayer", "metric"]
+    return torch.tensor(frame.sort_values(keys, kind="stable")["value"].to_numpy())
+
+
+@pytest.mark.parametrize("placement", ["pre", "post"])
+def test_numbers_do_not_depend_on_threads_or_seed_split(placement):
+    """A job's numbers are the same bit for bit on 1 or 2 threads and when its seeds run in
+    passes of two instead of one pass; a pass of a single seed agrees to round-off (the config's
+    `threads`, `seed_batch` and `pass_mb` change speed and memory, not the numbers)."""
+    s = small(placement=placement, d_model=128, tokens=128, depth=2, seeds=4)  # sizes that thread
+    whole = _values(s, 2)
+
+    def split(size: int) -> torch.Tensor:
+        return _values(RunSettings(**{**s.as_columns(), "seed_batch": size}), 2)
+
+    assert torch.equal(whole, _values(s, 1))
+    assert torch.equal(whole, split(2))
+    for size in (1, 3):  # passes of one seed: 4 x 1, and 3 + 1
+        torch.testing.assert_close(split(size), whole, rtol=1e-12, atol=1e-12)
+
+
 @pytest.mark.parametrize("threads", [1, 2])
 def test_build_draws_what_torch_modules_draw_after_manual_seed(threads):
     """Seed s's weights, input and target are exactly what torch.manual_seed(s), building

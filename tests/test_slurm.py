@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import fcntl
+import math
 import os
 import re
 import subprocess
@@ -54,6 +55,26 @@ def test_requests_grow_with_depth_seeds_and_attempt():
     assert cost.runtime_min(batched) == cost.runtime_min(seeds)
     assert cost.mem_mb(deep, attempt=2) == 2 * cost.mem_mb(deep)
     assert cost.runtime_min(deep, attempt=3) == 3 * cost.runtime_min(deep)
+
+
+@pytest.mark.parametrize("budget", [0, 300, 2500])
+def test_pass_mb_splits_the_seeds_into_the_fewest_passes_under_it(budget):
+    for depth in (6, 48, 96, 192):
+        for seeds in (1, 5, 6, 7, 12, 24):
+            s = RunSettings(depth=depth, seeds=seeds, pass_mb=budget)
+            size, one = cost.seeds_per_pass(s), cost.seed_bytes(s)
+            passes = math.ceil(seeds / size)
+            assert 1 <= size <= seeds and cost.pass_bytes(s) == size * one
+            if budget == 0:
+                assert size == seeds
+                continue
+            assert size * one <= budget * 1e6 or size == 1
+            # one pass fewer would hold more than the budget; no pass is emptier than it need be
+            assert passes == 1 or math.ceil(seeds / (passes - 1)) * one > budget * 1e6
+            assert size == math.ceil(seeds / passes)
+    assert cost.seeds_per_pass(RunSettings(depth=96, seed_batch=2, pass_mb=1)) == 2
+    assert cost.seeds_per_pass(RunSettings(depth=96)) == 3  # the default: 2 passes of 3 at L=96
+    assert cost.seeds_per_pass(RunSettings(depth=48)) == 6
 
 
 def _held_bytes(s: RunSettings) -> int:

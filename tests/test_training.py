@@ -168,6 +168,26 @@ def test_batched_seeds_train_as_if_alone(corpus):
     assert not torch.equal(both.model.embed[0], both.model.embed[1])
 
 
+def test_training_does_not_depend_on_the_thread_count(corpus):
+    """The same cell trained on 1 and on 2 torch threads (float32, as the study trains) gives
+    the same weights and probes bit for bit at sizes where torch splits its products over the
+    threads: the config's `threads` changes speed only."""
+    ids, _ = corpus
+    ts = TrainSettings(steps=3, lr=1e-2, checkpoints=(0, 3), eval_every=3, eval_batches=1)
+    before = torch.get_num_threads()
+    runs = []
+    try:
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            runs.append(train_cell(tiny(d_model=128, heads=4, tokens=64, batch=8), ts, ids))
+    finally:
+        torch.set_num_threads(before)
+    one, two = runs
+    for a, b in zip(one.model.leaves(), two.model.leaves(), strict=True):
+        assert torch.equal(a, b)
+    pd.testing.assert_frame_equal(one.frame, two.frame)
+
+
 @pytest.mark.workflow
 def test_training_study_of_the_tiny_run(tiny_run):
     table = pd.read_parquet(tiny_run / "results/tables/training.parquet")

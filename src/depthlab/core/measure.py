@@ -13,6 +13,7 @@ import torch
 from depthlab.core.model import Draw, StackParams, Trace, build, forward, per_seed_loss
 from depthlab.core.probes import Probe, backward, run_probes
 from depthlab.core.records import check_finite, pass_rows, tag
+from depthlab.pipeline.cost import seeds_per_pass
 from depthlab.pipeline.grid import Job
 from depthlab.pipeline.settings import RunSettings
 
@@ -33,9 +34,9 @@ def check_device(device: str) -> None:
 
 
 def seed_chunks(s: RunSettings) -> list[list[int]]:
-    """The cell's seeds split into batches of `seed_batch` (0 = all seeds in one pass)."""
+    """The cell's seeds split into passes of depthlab.pipeline.cost.seeds_per_pass."""
     seeds = s.seed_list()
-    size = s.seed_batch or len(seeds)
+    size = seeds_per_pass(s)
     return [seeds[i : i + size] for i in range(0, len(seeds), size)]
 
 

@@ -53,19 +53,31 @@ def training_flops(s: RunSettings, ts) -> float:
     return s.seeds * (steps + validation + probes)
 
 
-def seeds_per_pass(s: RunSettings) -> int:
-    """How many seeds one forward/backward pass holds in memory (`seed_batch`, 0 = all)."""
-    return min(s.seed_batch or s.seeds, s.seeds)
-
-
-def pass_bytes(s: RunSettings) -> float:
-    """Peak bytes of one pass beyond the interpreter: per layer and seed the block weights three
-    times (leaves, gradients, margin), the saved activations of N = batch*tokens rows (12 d + 2
-    FFN widths) and the attention weights (batch*heads*tokens^2)."""
+def seed_bytes(s: RunSettings) -> float:
+    """Peak bytes one seed adds to a pass beyond the interpreter: per layer the block weights
+    three times (leaves, gradients, margin), the saved activations of N = batch*tokens rows
+    (12 d + 2 FFN widths) and the attention weights (batch*heads*tokens^2)."""
     d, f, n = s.d_model, s.ffn_mult * s.d_model, s.batch * s.tokens
     weights = 4 * d * d + 2 * d * f
     per_layer = 3 * weights + n * (12 * d + 2 * f) + s.batch * s.heads * s.tokens**2
-    return ITEMSIZE[s.dtype] * seeds_per_pass(s) * s.depth * per_layer
+    return ITEMSIZE[s.dtype] * s.depth * per_layer
+
+
+def seeds_per_pass(s: RunSettings) -> int:
+    """How many seeds one forward/backward pass holds: `seed_batch` if set, else the size that
+    splits the seeds into the fewest passes of at most `pass_mb` MB of `pass_bytes` each, as
+    evenly as a fixed size allows (pass_mb 0: one pass; a seed over the budget: one per pass)."""
+    if s.seed_batch:
+        return min(s.seed_batch, s.seeds)
+    if not s.pass_mb:
+        return s.seeds
+    largest = max(1, min(s.seeds, int(s.pass_mb * 1e6 // seed_bytes(s))))
+    return math.ceil(s.seeds / math.ceil(s.seeds / largest))
+
+
+def pass_bytes(s: RunSettings) -> float:
+    """Peak bytes of one pass beyond the interpreter: `seed_bytes` times the seeds it holds."""
+    return seeds_per_pass(s) * seed_bytes(s)
 
 
 def cell_flops(s: RunSettings) -> float:

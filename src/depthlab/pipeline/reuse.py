@@ -16,11 +16,14 @@ from __future__ import annotations
 import dataclasses
 import json
 
+from depthlab.pipeline.cost import seeds_per_pass
 from depthlab.pipeline.grid import Job
 from depthlab.pipeline.settings import RunSettings
 
 # settings that say what is probed, not what is computed
 PROBE_OPTIONS = ("grad_of", "block_corr")
+# settings that say how the seeds are split into passes (the split itself is in the key)
+SPLIT_OPTIONS = ("seed_batch", "pass_mb")
 GRADIENT_METRICS = ("grad_norm", "grad_ratio")  # the probes that need a backward pass
 
 
@@ -31,9 +34,9 @@ def numbers_key(s: RunSettings) -> str:
     """The settings that fix every number of a cell's forward pass and its seed batches (a
     scale written 1 is the scale 1.0)."""
     values = {k: float(v) if k in FLOATS else v for k, v in s.as_columns().items()
-              if k not in PROBE_OPTIONS}
+              if k not in PROBE_OPTIONS + SPLIT_OPTIONS}
     values["final_norm"] = s.uses_final_norm
-    values["seed_batch"] = min(s.seed_batch or s.seeds, s.seeds)
+    values["seeds_per_pass"] = seeds_per_pass(s)
     return json.dumps(values, sort_keys=True)
 
 

@@ -82,6 +82,7 @@ class RunSettings:
     seeds: int = 6
     seed_offset: int = 0
     seed_batch: int = 0
+    pass_mb: int = 2500
     block_corr: bool = False
 
     @classmethod
@@ -108,7 +109,7 @@ class RunSettings:
         for key in ("tokens", "head_classes"):  # token correlation and classes need two
             if getattr(self, key) < 2:
                 raise ConfigError(f"{where}: {key}={getattr(self, key)!r} must be at least 2")
-        for key in ("seed_offset", "seed_batch"):
+        for key in ("seed_offset", "seed_batch", "pass_mb"):
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ConfigError(f"{where}: {key}={value!r} must be a non-negative integer")
