@@ -169,10 +169,11 @@ def default_run(base: Path) -> dict:
     return run([sys.executable, "-m", "snakemake", "--cores", "2"], work)
 
 
-def train_step(steps: int = 20) -> dict:
+def train_step(rounds: int = 5, steps: int = 4) -> dict:
     """Seconds per optimiser step of the training study's model (L = 24, Pre-LN, both seeds in
     one batched step) by depthlab.core.train and by the plain loop (one seed's model; times the
-    seed count for the same work)."""
+    seed count for the same work): medians over `rounds` rounds of `steps` steps of each,
+    alternating, so that the machine's drift falls on both alike."""
     config = yaml.safe_load((ROOT / "config/config.yaml").read_text())
     spec = config["studies"]["training"]
     s = RunSettings(**{**spec["settings"], "placement": "pre", "depth": 24})
@@ -180,15 +181,24 @@ def train_step(steps: int = 20) -> dict:
     model = build_model(s, s.seed_list())
     opt = optimizer(model, ts)
     ids = torch.randint(0, s.head_classes, (s.seeds, s.batch, s.tokens + 1))
-    times = []
-    for _ in range(steps + 3):
-        start = time.perf_counter()
+
+    def depthlab_step() -> None:
         opt.zero_grad(set_to_none=True)
         loss, _ = model_loss(model, ids, s)
         loss.sum().backward()
         opt.step()
-        times.append(time.perf_counter() - start)
-    depthlab = sorted(times[3:])[steps // 2]
-    plain = train_loop.step_seconds(RunSettings(**{**s.as_columns(), "seeds": 1}), ts) * s.seeds
+
+    steppers = {"depthlab": depthlab_step,
+                "plain": train_loop.stepper(RunSettings(**{**s.as_columns(), "seeds": 1}), ts)}
+    times = {name: [] for name in steppers}
+    for round_ in range(rounds + 1):  # the first round warms up
+        for name, step in steppers.items():
+            for _ in range(steps):
+                start = time.perf_counter()
+                step()
+                if round_:
+                    times[name].append(time.perf_counter() - start)
+    depthlab = statistics.median(times["depthlab"])
+    plain = statistics.median(times["plain"]) * s.seeds
     return {"dtype": str(torch_dtype(s.dtype)), "seeds": s.seeds, "depthlab_step_s": depthlab,
             "plain_step_s": plain, "ratio": depthlab / plain}

@@ -1,11 +1,13 @@
-"""The benchmark suite, one command: `python -m benchmarks.run` (add --skip-study to leave out the
-whole-study run, the slow part). Writes results/benchmarks/*.csv, scaling.png and summary.md.
+"""The benchmark suite, one command: `python -m benchmarks.run` (docs/PERFORMANCE.md). Writes
+results/benchmarks/*.csv, scaling.png and summary.md.
 
-Measured in one process: the float64 GEMM rate at the stack's sizes (the limit), the stack96
-L=96 cell with 6 seeds by the measure path and by the straightforward per-seed loop, the cost
-against depth and seed count; before those, in subprocesses, the DAG build of a 5,000-cell grid
-and the whole stack96 study under `snakemake --cores all`. On a machine with CUDA the cell is
-also timed on the GPU in float64 and float32.
+In order, from one run: end to end (benchmarks/endtoend.py: the GEMM rates the floors use, the
+same work by depthlab and by plain scripts, Snakemake's start-up, two figures from nothing, the
+training step against a plain loop, the whole default run against its FLOP floor; leave the
+default run out with --skip-default-run), the DAG build of a 5,000-cell grid and the whole
+stack96 study (benchmarks/workflow.py), then in this process the stack96 L=96 cell with 6
+seeds by the measure path and by the straightforward per-seed loop, and the cost against depth
+and seed count. On a machine with CUDA the cell is also timed on the GPU in float64 and float32.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """The plain PyTorch training loop the training study is compared with (benchmarks/endtoend.py):
 the training study's character model (embedding, learned positions, Pre-LN or Post-LN blocks of
 nn.Linear and nn.LayerNorm, final LN for Pre-LN, linear head) for one seed, AdamW with the same
-groups and settings, the same batch shape; seconds per optimiser step."""
+groups and settings, the same batch shape; one optimiser step as a function."""
 
 from __future__ import annotations
 
-import time
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -57,8 +57,8 @@ class CharModel(nn.Module):
         return self.head(self.final(h))
 
 
-def step_seconds(s: RunSettings, ts: TrainSettings, steps: int = 20) -> float:
-    """Median seconds of one optimiser step of one seed's model (forward, backward, AdamW)."""
+def stepper(s: RunSettings, ts: TrainSettings) -> Callable[[], None]:
+    """One optimiser step of one seed's model (forward, backward, AdamW) on a fixed batch."""
     torch.manual_seed(0)
     model = CharModel(s)
     decay = [p for p in model.parameters() if p.ndim >= 2]
@@ -67,12 +67,11 @@ def step_seconds(s: RunSettings, ts: TrainSettings, steps: int = 20) -> float:
                              {"params": rest, "weight_decay": 0.0}], lr=ts.lr,
                             betas=(ts.beta1, ts.beta2), eps=ts.eps)
     ids = torch.randint(0, s.head_classes, (s.batch, s.tokens + 1))
-    times = []
-    for _ in range(steps + 3):
-        start = time.perf_counter()
+
+    def step() -> None:
         opt.zero_grad(set_to_none=True)
         logits = model(ids[:, :-1])
         F.cross_entropy(logits.reshape(-1, s.head_classes), ids[:, 1:].reshape(-1)).backward()
         opt.step()
-        times.append(time.perf_counter() - start)
-    return sorted(times[3:])[steps // 2]
+
+    return step
