@@ -1,4 +1,5 @@
-"""What a measure job costs, for cluster requests: FLOPs, peak memory, runtime (no torch).
+"""What a measure job costs, for cluster requests (FLOPs, peak memory, runtime), and how many
+seeds one of its passes holds under the `pass_mb` memory budget (no torch).
 
 The estimates scale with depth, seeds, tokens and width, so one profile fits every grid. They
 are deliberately generous; calibrated on this project's CPU runner (one thread, float64):
