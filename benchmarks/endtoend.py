@@ -193,11 +193,9 @@ def train_step(rounds: int = 5, steps: int = 4) -> dict:
     times = {name: [] for name in steppers}
     for round_ in range(rounds + 1):  # the first round warms up
         for name, step in steppers.items():
-            for _ in range(steps):
-                start = time.perf_counter()
-                step()
-                if round_:
-                    times[name].append(time.perf_counter() - start)
+            seconds = [compute.timed(step) for _ in range(steps)]
+            if round_:
+                times[name] += seconds
     depthlab = statistics.median(times["depthlab"])
     plain = statistics.median(times["plain"]) * s.seeds
     return {"dtype": str(torch_dtype(s.dtype)), "seeds": s.seeds, "depthlab_step_s": depthlab,
