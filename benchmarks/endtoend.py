@@ -17,7 +17,7 @@ import torch
 import yaml
 
 from benchmarks import compute, train_loop
-from benchmarks.workflow import ROOT, snakemake, workdir
+from benchmarks.workflow import ROOT, measure_seconds, snakemake, workdir
 from depthlab.core.model import torch_dtype
 from depthlab.core.train import build_model, model_loss, optimizer
 from depthlab.pipeline import cost
@@ -77,7 +77,8 @@ def same_work_config() -> dict:
 
 def same_work(base: Path) -> dict:
     """depthlab (`snakemake --cores 2` from nothing to results/tables/stack96.parquet) against
-    the plain scripts (benchmarks/plain.py, one process per table), and the ratios."""
+    the plain scripts (benchmarks/plain.py, one process per table), and the ratios; with
+    depthlab's measure jobs: how many, their summed wall and in-job compute seconds."""
     work = workdir(base / "same_work")
     (work / "same.yaml").write_text(yaml.safe_dump(same_work_config(), sort_keys=False))
     # the target before --configfile, which takes every path after it as a config file
@@ -87,10 +88,23 @@ def same_work(base: Path) -> dict:
                for table in ("grad", "stream")]
     b = {"wall_s": sum(p["wall_s"] for p in b_parts), "cpu_s": sum(p["cpu_s"] for p in b_parts),
          **{k: max(p[k] for p in b_parts) for k in ("peak_mb", "together_peak_mb")}}
+    a.update(measure_seconds(work, "stack96"))
     return {**{f"depthlab_{k}": v for k, v in a.items()}, **{f"plain_{k}": v for k, v in b.items()},
             "speedup_wall": b["wall_s"] / a["wall_s"], "cpu_ratio": a["cpu_s"] / b["cpu_s"],
             "memory_ratio": a["peak_mb"] / b["peak_mb"],
             "together_memory_ratio": a["together_peak_mb"] / b["together_peak_mb"]}
+
+
+def same_work_bound(same: dict, start: dict, cores: int = 2) -> dict:
+    """What the same work would take with nothing spent per job: Snakemake's start-up (`start`),
+    then the measure jobs' in-job compute (`same`) spread evenly over `cores` (no process start,
+    imports, writing, aggregate or idle core); and the speed-up over the plain scripts that
+    would give, with the Slurm plugin's wait and without it."""
+    threads = same_work_config()["threads"]
+    bound = start["dry_run_s"] + same["depthlab_compute_s"] * threads / cores
+    plain = same["plain_wall_s"]
+    return {"bound_s": bound, "bound_speedup": plain / bound,
+            "bound_speedup_without_plugin": plain / (bound - start["plugin_import_s"])}
 
 
 def startup(base: Path) -> dict:
@@ -173,7 +187,8 @@ def train_step(rounds: int = 5, steps: int = 4) -> dict:
     """Seconds per optimiser step of the training study's model (L = 24, Pre-LN, both seeds in
     one batched step) by depthlab.core.train and by the plain loop (one seed's model; times the
     seed count for the same work): medians over `rounds` rounds of `steps` steps of each,
-    alternating, so that the machine's drift falls on both alike."""
+    alternating, so that the machine's drift falls on both alike; and the step's FLOPs
+    (cost.step_flops)."""
     config = yaml.safe_load((ROOT / "config/config.yaml").read_text())
     spec = config["studies"]["training"]
     s = RunSettings(**{**spec["settings"], "placement": "pre", "depth": 24})
@@ -199,4 +214,5 @@ def train_step(rounds: int = 5, steps: int = 4) -> dict:
     depthlab = statistics.median(times["depthlab"])
     plain = statistics.median(times["plain"]) * s.seeds
     return {"dtype": str(torch_dtype(s.dtype)), "seeds": s.seeds, "depthlab_step_s": depthlab,
-            "plain_step_s": plain, "ratio": depthlab / plain}
+            "plain_step_s": plain, "ratio": depthlab / plain,
+            "step_gflop": cost.step_flops(s) / 1e9}

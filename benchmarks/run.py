@@ -113,12 +113,17 @@ def summary(cells: pd.DataFrame, gemm: pd.DataFrame, scale: pd.DataFrame, dag: l
 def end_to_end(base: Path, args) -> dict:
     """The figures of benchmarks/endtoend.py from one run, flattened into one row."""
     out = {f"gemm_{k}_gflop_s": v for k, v in endtoend.gemm_limits().items()}  # the limit first
-    out.update({f"same_work_{k}": v for k, v in endtoend.same_work(base).items()})
-    out.update({f"startup_{k}": v for k, v in endtoend.startup(base).items()})
+    same, start = endtoend.same_work(base), endtoend.startup(base)
+    same.update(endtoend.same_work_bound(same, start))
+    out.update({f"same_work_{k}": v for k, v in same.items()})
+    out.update({f"startup_{k}": v for k, v in start.items()})
     for target in ("fig_grad_ratio_by_depth", "fig_increments_by_layer"):
         out[f"{target}_from_nothing_s"] = endtoend.from_nothing(base, target)["wall_s"]
     out.update({f"train_{k}": v for k, v in endtoend.train_step().items()})
     limits = {k: out[f"gemm_{k}_gflop_s"] for k in ("float64", "float32")}
+    for who in ("depthlab", "plain"):  # the step's share of the float32 GEMM limit
+        rate = out["train_step_gflop"] / out[f"train_{who}_step_s"]
+        out[f"train_{who}_gemm_share"] = rate / limits["float32"]
     out.update({f"default_{k}": v for k, v in endtoend.default_floor(limits).items()})
     if not args.skip_default_run:
         out.update({f"default_{k}": v for k, v in endtoend.default_run(base).items()})
@@ -142,6 +147,13 @@ def end_to_end_summary(e: dict) -> str:
         f"processes together {e['same_work_depthlab_together_peak_mb']:.0f} MB against "
         f"{e['same_work_plain_together_peak_mb']:.0f} MB "
         f"({e['same_work_together_memory_ratio']:.2f}x)",
+        f"- same work, depthlab's {e['same_work_depthlab_jobs']} measure jobs: "
+        f"{e['same_work_depthlab_job_wall_s']:.1f} s of job wall, "
+        f"{e['same_work_depthlab_compute_s']:.1f} s of in-job compute; with nothing spent per "
+        f"job (start-up, then that compute spread evenly over the cores) "
+        f"{e['same_work_bound_s']:.1f} s: at most {e['same_work_bound_speedup']:.2f}x faster "
+        f"than the plain scripts, {e['same_work_bound_speedup_without_plugin']:.2f}x without "
+        "the Slurm plugin's wait",
         f"- Snakemake start-up (`-n`, nothing to run): {e['startup_dry_run_s']:.1f} s, of which "
         f"the Slurm plugin's import {e['startup_plugin_import_s']:.1f} s; without it "
         f"{e['startup_dry_run_without_plugin_s']:.1f} s",
@@ -149,7 +161,9 @@ def end_to_end_summary(e: dict) -> str:
         f" s, fig_increments_by_layer {e['fig_increments_by_layer_from_nothing_s']:.0f} s",
         f"- training step (L = 24, {e['train_seeds']} seeds): depthlab "
         f"{1000 * e['train_depthlab_step_s']:.0f} ms, plain loop "
-        f"{1000 * e['train_plain_step_s']:.0f} ms for the same seeds: {e['train_ratio']:.2f}x",
+        f"{1000 * e['train_plain_step_s']:.0f} ms for the same seeds: {e['train_ratio']:.2f}x; "
+        f"{e['train_step_gflop']:.1f} GFLOP a step: {100 * e['train_depthlab_gemm_share']:.0f}%"
+        f" and {100 * e['train_plain_gemm_share']:.0f}% of the float32 GEMM limit",
         f"- default run's FLOP floor: {e['default_init_tflop']:.1f} TFLOP float64 + "
         f"{e['default_training_tflop']:.1f} TFLOP float32 = {e['default_floor_s'] / 60:.1f} min",
     ]

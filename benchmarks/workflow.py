@@ -88,6 +88,17 @@ def _compute_seconds(log: str) -> float:
     return float(match[1])
 
 
+def measure_seconds(work: Path, study: str) -> dict:
+    """The measure jobs `study` ran in `work`: how many, the sum of their wall times
+    (Snakemake's benchmark files) and of their in-job compute (the compute_s line of each log)."""
+    jobs = sorted(glob.glob(str(work / f"results/benchmarks/measure/{study}/*/*.tsv")))
+    job_wall = sum(float(Path(p).read_text().splitlines()[1].split("\t")[0]) for p in jobs)
+    logs = [p.replace("results/benchmarks/measure", "logs/measure")[: -len(".tsv")] + ".log"
+            for p in jobs]
+    return {"jobs": len(jobs), "job_wall_s": job_wall,
+            "compute_s": sum(_compute_seconds(p) for p in logs)}
+
+
 def whole_study(work: Path, study: str = "stack96", cores: int | None = None) -> dict:
     """Run every table and figure of `study` from nothing with the default config; returns the
     wall time, the sum of measure-job wall times (Snakemake's benchmark files), the sum of
@@ -97,14 +108,9 @@ def whole_study(work: Path, study: str = "stack96", cores: int | None = None) ->
     targets = [t.name for t in TARGETS if t.study == study]
     wall = snakemake(work, *targets, "--cores", str(cores))
     threads = yaml.safe_load((work / "config/config.yaml").read_text())["threads"]
-    jobs = sorted(glob.glob(str(work / f"results/benchmarks/measure/{study}/*/*.tsv")))
-    job_wall = sum(float(Path(p).read_text().splitlines()[1].split("\t")[0]) for p in jobs)
-    logs = [p.replace("results/benchmarks/measure", "logs/measure")[: -len(".tsv")] + ".log"
-            for p in jobs]
-    compute = sum(_compute_seconds(p) for p in logs)
-    busy = compute * min(threads, cores)
+    jobs = measure_seconds(work, study)
+    busy = jobs["compute_s"] * min(threads, cores)
     return {
-        "study": study, "cores": cores, "threads_per_job": threads, "jobs": len(jobs),
-        "wall_s": wall, "job_wall_s": job_wall, "compute_s": compute,
+        "study": study, "cores": cores, "threads_per_job": threads, **jobs, "wall_s": wall,
         "startup_share": 1 - busy / (wall * cores),
     }

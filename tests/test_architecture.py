@@ -97,6 +97,23 @@ def test_what_snakemake_imports_while_parsing_is_light():
     assert out.stdout.strip() == "[]", out.stdout
 
 
+def test_jobs_that_compute_nothing_import_no_torch():
+    """The adapters' top-level imports (workflow/scripts/*.py; the train job aside, and the
+    measure job's import of its compute modules is deferred to a job that measures a cell) and
+    the provenance every written file carries pull in no torch: its import is 2 s of each of
+    the default run's short jobs (aggregate, fit, calibrate, claims) and of a job of copies."""
+    imported = set()
+    for script in (ROOT / "workflow/scripts").glob("*.py"):
+        if script.name != "train_job.py":
+            imported |= set(re.findall(r"^from (depthlab[\w.]*) import", script.read_text(), re.M))
+    assert {"depthlab.core.records", "depthlab.core.io", "depthlab.claims.ledger"} <= imported
+    code = ("import sys\n" + "".join(f"import {m}\n" for m in sorted(imported))
+            + "depthlab.core.io.provenance()\nprint('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=ROOT)
+    assert out.stdout.strip() == "False"
+
+
 def test_a_study_figure_imports_no_other_study():
     code = ("import sys\nfrom depthlab.studies import BY_NAME\n"
             "BY_NAME['fig_grad_ratio_by_depth'].function()\n"

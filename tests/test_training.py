@@ -11,9 +11,10 @@ import pandas as pd
 import pytest
 import torch
 from conftest import SHIPPED_CORPUS, SMALL_CORPUS, copy_workflow, run_snakemake
+from torch.utils.flop_counter import FlopCounterMode
 
 from depthlab.core.corpus import CorpusError, fetch_corpus, read_corpus, split, unigram_entropy
-from depthlab.core.records import pass_rows
+from depthlab.core.probes import pass_rows
 from depthlab.core.train import (
     build_model,
     fixed_batches,
@@ -24,6 +25,7 @@ from depthlab.core.train import (
     train_cell,
     windows,
 )
+from depthlab.pipeline import cost
 from depthlab.pipeline.corpus import CORPUS_SHA256
 from depthlab.pipeline.settings import ConfigError, RunSettings
 from depthlab.pipeline.train_settings import TrainSettings, training_arms
@@ -89,6 +91,23 @@ def test_corpus_rule_rejects_a_wrong_file(tmp_path):
     assert out.returncode != 0
     assert "sha256 mismatch" in out.stdout + out.stderr
     assert not (workdir / "resources" / "tinyshakespeare.txt").exists()
+
+
+@pytest.mark.parametrize("placement", ["pre", "post"])
+def test_step_flops_count_what_torch_counts(placement):
+    """cost.step_flops (the benchmark's training FLOPs) agrees exactly with PyTorch's own FLOP
+    counter on a training model's forward and backward, once the two attention products are
+    set apart (FlopCounterMode does not count the CPU attention kernel; they are 4 T^2 d per
+    block and sequence, 3x with backward)."""
+    s = RunSettings(placement=placement, depth=3, d_model=32, heads=2, batch=3, tokens=16,
+                    seeds=2, loss="cross_entropy", head_classes=11, dtype="float32")
+    model = build_model(s, s.seed_list())
+    ids = torch.randint(0, s.head_classes, (s.seeds, s.batch, s.tokens + 1))
+    with FlopCounterMode(display=False) as counter:
+        loss, _ = model_loss(model, ids, s)
+        loss.sum().backward()
+    attention = 3 * s.seeds * s.batch * s.depth * 4 * s.tokens**2 * s.d_model
+    assert counter.get_total_flops() == cost.step_flops(s) - attention
 
 
 def test_train_settings_are_checked():

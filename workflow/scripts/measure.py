@@ -9,25 +9,28 @@ import pandas as pd
 from depthlab.core.calibrate import branch_scales
 from depthlab.core.io import job_provenance, write_parquet
 from depthlab.core.logs import Progress, to_file
-from depthlab.core.measure import measure_job
-from depthlab.core.records import copied_rows
-from depthlab.core.runtime import start_compute_job
+from depthlab.core.records import copied_rows, job_rows
 from depthlab.pipeline import cost
 from depthlab.pipeline.grid import Job
 from depthlab.pipeline.reuse import Source
 
 to_file(snakemake.log[0])
-start_compute_job(snakemake.threads)
 w = snakemake.wildcards
 job = Job.from_json(w.study, w.arm, w.job, snakemake.params.cells)
 logging.info("measuring %d cells of %s/%s/%s", len(job.cells), job.study, job.arm, job.job)
+# cells another job measures with the same numbers (depthlab.pipeline.reuse) are copied from its
+# shard, not measured again; a job of copies only does without torch (its import: 2 s)
+reused = json.loads(snakemake.params.get("reused", "{}"))
+measures = any(c.label not in reused for c in job.cells)
+if measures:
+    from depthlab.core.measure import measure_job
+    from depthlab.core.runtime import start_compute_job
+
+    start_compute_job(snakemake.threads)
 
 # a calibrated arm (workflow/rules/calibrate.smk) reruns its cells with per-layer branch scales
 calibration = snakemake.input.get("calibration")
 scales = branch_scales(pd.read_parquet(calibration)) if calibration else None
-# cells another job measures with the same numbers (depthlab.pipeline.reuse): copied from its
-# shard, not measured again
-reused = json.loads(snakemake.params.get("reused", "{}"))
 shards = {path: pd.read_parquet(path) for path in snakemake.input.get("owners", [])}
 copies = {c.label: copied_rows(shards[Source(*reused[c.label]).shard], reused[c.label][3], c)
           for c in job.cells if c.label in reused}
@@ -35,7 +38,10 @@ started = time.perf_counter()
 # one progress line per cell on the console, the time left estimated by the cells' FLOPs
 weights = [0.0 if c.label in copies else cost.cell_flops(c.settings) for c in job.cells]
 progress = Progress(f"{job.study}/{job.arm}/{job.job}", weights)
-frame = measure_job(job, scales, progress.step, copies)
+if measures:
+    frame = measure_job(job, scales, progress.step, copies)
+else:
+    frame = job_rows(job, lambda cell: copies[cell.label], progress.step)
 # benchmarks/ reads this line: the job's compute time against its wall time (start-up share)
 logging.info("compute_s=%.3f", time.perf_counter() - started)
 meta = job_provenance(job, snakemake.params.cells, snakemake.threads)

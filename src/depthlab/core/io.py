@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.metadata
 import json
 import os
 import platform
@@ -65,13 +66,12 @@ def git_commit() -> str:
 
 def provenance(extra: dict | None = None) -> dict[str, str]:
     """Versions and hashes that identify how a result was made; `extra` adds what it was made
-    from (config_hash, dtype, device: see inherited)."""
-    import torch
-
+    from (config_hash, dtype, device: see inherited). torch's version comes from its installed
+    metadata, so that the jobs that only read and write tables do not import torch."""
     info = {
         "depthlab_code_hash": code_hash(),
         "measure_code_hash": code_hash(MEASURE_CODE),
-        "torch_version": torch.__version__,
+        "torch_version": importlib.metadata.version("torch"),
         "python_version": platform.python_version(),
         "pyarrow_version": pa.__version__,
         "git_commit": git_commit(),

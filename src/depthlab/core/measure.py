@@ -11,10 +11,10 @@ import pandas as pd
 import torch
 
 from depthlab.core.model import Draw, StackParams, Trace, build, forward, per_seed_loss
-from depthlab.core.probes import Probe, backward, run_probes
-from depthlab.core.records import check_finite, pass_rows, tag
+from depthlab.core.probes import Probe, backward, pass_rows, run_probes
+from depthlab.core.records import check_finite, job_rows
 from depthlab.pipeline.cost import seeds_per_pass
-from depthlab.pipeline.grid import Job
+from depthlab.pipeline.grid import Cell, Job
 from depthlab.pipeline.settings import RunSettings
 
 log = logging.getLogger(__name__)
@@ -109,14 +109,11 @@ def measure_job(job: Job, branch_scales: dict[str, BranchScales] | None = None,
     copies, the rows of the cells another job's shard already holds (by label; not measured
     again, depthlab.core.records.copied_rows); done(label), if given, is called as each cell
     finishes (a progress line)."""
-    frames = []
-    for cell in job.cells:
-        scales = None if branch_scales is None else branch_scales[cell.label]
+
+    def cell_rows(cell: Cell) -> pd.DataFrame:
         if copies and cell.label in copies:
-            frame = copies[cell.label]
-        else:
-            frame = measure_cell(cell.settings, f"{job.study}/{job.arm}/{cell.label}", scales)
-        frames.append(tag(frame, job.study, job.arm, job.job, cell.label))
-        if done is not None:
-            done(cell.label)
-    return pd.concat(frames, ignore_index=True)
+            return copies[cell.label]
+        scales = None if branch_scales is None else branch_scales[cell.label]
+        return measure_cell(cell.settings, f"{job.study}/{job.arm}/{cell.label}", scales)
+
+    return job_rows(job, cell_rows, done)

@@ -4,7 +4,8 @@ Each probe returns `Probe` records: a metric name, a sublayer label, the layer i
 (S, n_layers) tensor of values, one row per seed. Layers count blocks from 1; layer 0 is the
 input to the first block. All statistics are dimensionless unless said otherwise (the model's
 activations are in units of the input's standard deviation, which is 1). A probe that does not
-apply to a placement (by its registry flags) returns nothing.
+apply to a placement (by its registry flags) returns nothing. probe_rows and pass_rows turn
+them into tidy rows (depthlab.core.records).
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import pairwise
 
+import numpy as np
+import pandas as pd
 import torch
 from torch import Tensor
 
@@ -274,3 +277,29 @@ PROBES = (grad_norm, stream_stats, token_corr, omega, block_independence, branch
 def run_probes(params: StackParams, trace: Trace, s: RunSettings) -> list[Probe]:
     """All registered probes on one traced, back-propagated pass."""
     return [p for fn in PROBES for p in fn(params, trace, s)]
+
+
+def probe_rows(probes: list[Probe], seeds: list[int]) -> pd.DataFrame:
+    """One row per seed and layer of every probe: columns seed, layer, sublayer, metric, value."""
+    frames = []
+    for p in probes:
+        values = p.values.detach().cpu().numpy()
+        n_seeds, n_layers = values.shape
+        frames.append(
+            pd.DataFrame(
+                {
+                    "seed": np.repeat(seeds, n_layers),
+                    "layer": np.tile(p.layers, n_seeds),
+                    "sublayer": p.sublayer,
+                    "metric": p.metric,
+                    "value": values.reshape(-1),
+                }
+            )
+        )
+    return pd.concat(frames, ignore_index=True)
+
+
+def pass_rows(probes: list[Probe], seeds: list[int], loss: Tensor) -> pd.DataFrame:
+    """probe_rows of one pass's probes plus each seed's loss (metric loss, sublayer head,
+    layer 0); loss is a (S,) tensor."""
+    return probe_rows([*probes, Probe("loss", "head", [0], loss.unsqueeze(1))], seeds)

@@ -1,44 +1,21 @@
-"""Tidy rows: probe values as one row per (seed, layer, sublayer, metric), the check that none is
-NaN or inf, and the columns that say which study, arm, job and cell a row belongs to."""
+"""Tidy rows (one per seed, layer, sublayer and metric; depthlab.core.probes makes them): the
+check that none is NaN or inf, the columns that say which study, arm, job and cell a row belongs
+to, a job's rows, and a cell's rows copied from another shard. No torch: a job whose cells are all
+copies runs without it."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
 
-from depthlab.core.probes import Probe
-from depthlab.pipeline.grid import Cell
+from depthlab.pipeline.grid import Cell, Job
 from depthlab.pipeline.reuse import GRADIENT_METRICS
 
 
 class NonFiniteError(RuntimeError):
     """A probe produced NaN or inf; the message names the cell and the seed."""
-
-
-def probe_rows(probes: list[Probe], seeds: list[int]) -> pd.DataFrame:
-    """One row per seed and layer of every probe: columns seed, layer, sublayer, metric, value."""
-    frames = []
-    for p in probes:
-        values = p.values.detach().cpu().numpy()
-        n_seeds, n_layers = values.shape
-        frames.append(
-            pd.DataFrame(
-                {
-                    "seed": np.repeat(seeds, n_layers),
-                    "layer": np.tile(p.layers, n_seeds),
-                    "sublayer": p.sublayer,
-                    "metric": p.metric,
-                    "value": values.reshape(-1),
-                }
-            )
-        )
-    return pd.concat(frames, ignore_index=True)
-
-
-def pass_rows(probes: list[Probe], seeds: list[int], loss) -> pd.DataFrame:
-    """probe_rows of one pass's probes plus each seed's loss (metric loss, sublayer head,
-    layer 0); loss is a (S,) tensor."""
-    return probe_rows([*probes, Probe("loss", "head", [0], loss.unsqueeze(1))], seeds)
 
 
 def check_finite(frame: pd.DataFrame, where: str) -> None:
@@ -72,3 +49,16 @@ def copied_rows(owner: pd.DataFrame, label: str, cell: Cell) -> pd.DataFrame:
     for key, value in cell.settings.as_columns().items():
         frame[key] = value
     return frame
+
+
+def job_rows(job: Job, cell_rows: Callable[[Cell], pd.DataFrame],
+             done: Callable[[str], None] | None = None) -> pd.DataFrame:
+    """The rows of every cell of a job, cell_rows(cell) each, tagged with study, arm, job and cell
+    label columns, in the job's cell order; done(label), if given, is called as each cell
+    finishes (a progress line)."""
+    frames = []
+    for cell in job.cells:
+        frames.append(tag(cell_rows(cell), job.study, job.arm, job.job, cell.label))
+        if done is not None:
+            done(cell.label)
+    return pd.concat(frames, ignore_index=True)

@@ -26,8 +26,8 @@ from depthlab.core.io import atomic_path
 from depthlab.core.logs import Progress
 from depthlab.core.measure import check_device
 from depthlab.core.model import Draw, StackParams, build, forward, per_seed_loss, torch_dtype
-from depthlab.core.probes import Probe, backward, run_probes
-from depthlab.core.records import NonFiniteError, check_finite, pass_rows, tag
+from depthlab.core.probes import Probe, backward, pass_rows, run_probes
+from depthlab.core.records import NonFiniteError, check_finite, tag
 from depthlab.pipeline.grid import Job
 from depthlab.pipeline.settings import RunSettings
 from depthlab.pipeline.train_settings import TrainSettings, check_model

@@ -39,19 +39,29 @@ def layer_flops(s: RunSettings) -> float:
     return (1.0 if s.grad_of == "none" else 3.0) * forward_flops(s)
 
 
+def sequence_flops(s: RunSettings) -> float:
+    """Floating-point operations of the forward pass of the stack and the loss head over one
+    sequence of `tokens` characters, for one seed."""
+    head = 2 * s.tokens * s.d_model * s.head_classes
+    return s.depth * forward_flops(s, batch=1) + head
+
+
+def step_flops(s: RunSettings) -> float:
+    """Floating-point operations of one training step of every seed: forward and backward
+    (3x forward) over `batch` sequences (the optimiser's element-wise update not counted)."""
+    return 3 * s.seeds * s.batch * sequence_flops(s)
+
+
 def training_flops(s: RunSettings, ts) -> float:
-    """Floating-point operations of one training cell (every seed): each step a forward and
-    backward pass of the stack and the head over batch x tokens characters (3x forward), the
-    validation loss (forward, eval_batches batches) at every eval_every steps and checkpoint,
-    and a probe pass (forward and backward, probe_batch sequences) at each checkpoint. ts: its
-    TrainSettings."""
-    head = 2 * s.tokens * s.d_model * s.head_classes  # per sequence
-    per_sequence = s.depth * forward_flops(s, batch=1) + head
-    steps = 3 * ts.steps * s.batch * per_sequence
+    """Floating-point operations of one training cell (every seed): each step's
+    (`step_flops`), the validation loss (forward, eval_batches batches) at every eval_every
+    steps and checkpoint, and a probe pass (forward and backward, probe_batch sequences) at
+    each checkpoint. ts: its TrainSettings."""
+    per_sequence = sequence_flops(s)
     evals = len(set(range(0, ts.steps + 1, ts.eval_every)) | set(ts.probe_steps))
     validation = evals * ts.eval_batches * s.batch * per_sequence
     probes = 3 * len(ts.probe_steps) * ts.probe_batch * per_sequence
-    return s.seeds * (steps + validation + probes)
+    return ts.steps * step_flops(s) + s.seeds * (validation + probes)
 
 
 def seed_bytes(s: RunSettings) -> float:
