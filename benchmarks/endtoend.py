@@ -75,21 +75,39 @@ def same_work_config() -> dict:
     return {"threads": config["threads"], "studies": {"stack96": study}}
 
 
-def same_work(base: Path) -> dict:
-    """depthlab (`snakemake --cores 2` from nothing to results/tables/stack96.parquet) against
-    the plain scripts (benchmarks/plain.py, one process per table), and the ratios; with
-    depthlab's measure jobs: how many, their summed wall and in-job compute seconds."""
+def _depthlab_same_work(base: Path) -> dict:
+    """One depthlab run of the same work from nothing (`run`), with its measure jobs: how many,
+    their summed wall and in-job compute seconds."""
     work = workdir(base / "same_work")
     (work / "same.yaml").write_text(yaml.safe_dump(same_work_config(), sort_keys=False))
     # the target before --configfile, which takes every path after it as a config file
-    a = run([sys.executable, "-m", "snakemake", "results/tables/stack96.parquet", "--cores", "2",
-             "--configfile", "same.yaml"], work)
-    b_parts = [run([sys.executable, "-m", "benchmarks.plain", table], ROOT)
-               for table in ("grad", "stream")]
-    b = {"wall_s": sum(p["wall_s"] for p in b_parts), "cpu_s": sum(p["cpu_s"] for p in b_parts),
-         **{k: max(p[k] for p in b_parts) for k in ("peak_mb", "together_peak_mb")}}
-    a.update(measure_seconds(work, "stack96"))
+    out = run([sys.executable, "-m", "snakemake", "results/tables/stack96.parquet", "--cores", "2",
+               "--configfile", "same.yaml"], work)
+    return {**out, **measure_seconds(work, "stack96")}
+
+
+def _plain_same_work() -> dict:
+    """One run of the plain scripts, one process per table one after the other: summed wall and
+    CPU seconds, the larger peaks."""
+    parts = [run([sys.executable, "-m", "benchmarks.plain", table], ROOT)
+             for table in ("grad", "stream")]
+    return {"wall_s": sum(p["wall_s"] for p in parts), "cpu_s": sum(p["cpu_s"] for p in parts),
+            **{k: max(p[k] for p in parts) for k in ("peak_mb", "together_peak_mb")}}
+
+
+def same_work(base: Path) -> dict:
+    """depthlab (`snakemake --cores 2` from nothing to results/tables/stack96.parquet) against
+    the plain scripts (benchmarks/plain.py), run A, B, B, A so that a drift of the machine's
+    speed falls on both alike: the means of the two runs of each (the larger peaks), the
+    ratios, and depthlab's measure jobs (how many, summed wall and in-job compute seconds)."""
+    first = _depthlab_same_work(base)
+    plain = [_plain_same_work(), _plain_same_work()]
+    runs = {"depthlab": [first, _depthlab_same_work(base)], "plain": plain}
+    a, b = ({k: (max if "peak" in k else statistics.mean)([r[k] for r in rs]) for k in rs[0]}
+            for rs in runs.values())
     return {**{f"depthlab_{k}": v for k, v in a.items()}, **{f"plain_{k}": v for k, v in b.items()},
+            "depthlab_walls_s": " ".join(f"{r['wall_s']:.1f}" for r in runs["depthlab"]),
+            "plain_walls_s": " ".join(f"{r['wall_s']:.1f}" for r in plain),
             "speedup_wall": b["wall_s"] / a["wall_s"], "cpu_ratio": a["cpu_s"] / b["cpu_s"],
             "memory_ratio": a["peak_mb"] / b["peak_mb"],
             "together_memory_ratio": a["together_peak_mb"] / b["together_peak_mb"]}

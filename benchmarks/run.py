@@ -139,8 +139,10 @@ def end_to_end_summary(e: dict) -> str:
         "## End to end (issue 17)",
         "- GEMM rates at the work's shapes (the limit: the higher of one process on all "
         "threads and single-threaded processes side by side): " + ", ".join(rates),
-        f"- same work (stack96's two tables): depthlab {e['same_work_depthlab_wall_s']:.1f} s "
-        f"wall, plain scripts {e['same_work_plain_wall_s']:.1f} s: "
+        f"- same work (stack96's two tables; run depthlab, plain, plain, depthlab; means): "
+        f"depthlab {e['same_work_depthlab_wall_s']:.1f} s wall "
+        f"({e['same_work_depthlab_walls_s']}), plain scripts {e['same_work_plain_wall_s']:.1f} s "
+        f"({e['same_work_plain_walls_s']}): "
         f"{e['same_work_speedup_wall']:.2f}x faster; CPU {e['same_work_cpu_ratio']:.2f}x; peak "
         f"memory of the largest process {e['same_work_depthlab_peak_mb']:.0f} MB against "
         f"{e['same_work_plain_peak_mb']:.0f} MB ({e['same_work_memory_ratio']:.2f}x), of all "
