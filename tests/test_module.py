@@ -31,7 +31,7 @@ def test_tiny_study_through_a_host_workflow(tmp_path, tiny_run):
     module = copy_workflow(tmp_path / "depthlab")  # the module lives in its own folder
     host = tmp_path / "host"
     host.mkdir()
-    (host / "Snakefile").write_text(HOST.format(snakefile=module / "Snakefile"))
+    (host / "Snakefile").write_text(HOST.format(snakefile=module / "workflow" / "Snakefile"))
     config = yaml.safe_load((ROOT / "config/tiny.yaml").read_text())
     (host / "host_config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     listed = run_snakemake(host, "--list-target-rules").stdout
