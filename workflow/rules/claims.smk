@@ -9,6 +9,7 @@ rule claims:
     output:
         parquet="results/claims.parquet",
         md="results/claims.md",
+        readings="results/claims_readings.csv",
         html=report(
             "results/claims.html",
             caption="../report/claims.rst",
@@ -23,6 +24,7 @@ rule claims:
         "../envs/depthlab.yaml"
     params:
         code=CLAIMS_HASH,
+        settings=ARM_SETTINGS,
     message:
         "claims: the ledger of the notes' claims, measured, with verdicts"
     script:

@@ -19,6 +19,7 @@ os.environ.update(
 from depthlab.claims.schema import load_claims
 from depthlab.pipeline import cost
 from depthlab.pipeline.codehash import BASE, MEASURE_CODE, code_hash, study_code_hash
+from depthlab.pipeline.grid import arm_settings
 from depthlab.pipeline.reuse import reuse
 from depthlab.pipeline.settings import ConfigError
 from depthlab.pipeline.validate import check_config
@@ -29,7 +30,7 @@ SCHEMA = f"{DEPTHLAB}/workflow/schemas/config.schema.yaml"
 config.setdefault("claims", os.path.relpath(f"{DEPTHLAB}/config/claims.yaml"))
 try:
     JOBS = {(j.study, j.arm, j.job): j for j in check_config(config, SCHEMA)}
-    CLAIMS = load_claims(config["claims"])
+    CLAIMS = load_claims(config["claims"])["claims"]
 except ConfigError as err:
     sys.exit(f"config error: {err}")  # one line, no traceback, before any job runs
 validate(config, SCHEMA)  # passes now; fills the schema's defaults
@@ -56,7 +57,14 @@ STUDY_TARGETS = [
 # the fits the claims ledger reads: its studies that this config fits (none: no ledger)
 CLAIMED = {entry.get("measure", {}).get("fit") for entry in CLAIMS}
 CLAIM_FITS = sorted(CLAIMED & {t.study for t in STUDY_TARGETS})
-CLAIMS_OUTPUTS = ["results/claims.parquet", "results/claims.md", "results/claims.html"]
+CLAIMS_OUTPUTS = [
+    "results/claims.parquet",
+    "results/claims.md",
+    "results/claims.html",
+    "results/claims_readings.csv",
+]
+# what each arm's cells share, as sorted JSON: the ledger's comparability with the notes
+ARM_SETTINGS = json.dumps(arm_settings(list(JOBS.values())), sort_keys=True)
 
 
 wildcard_constraints:

@@ -33,6 +33,7 @@ rule docs_results:
     """docs/RESULTS.md and the README's summary line from results/claims.parquet"""
     input:
         ledger="results/claims.parquet",
+        readings="results/claims_readings.csv",
         rules=f"{DEPTHLAB}/docs/claims_rules.md",
     output:
         results=f"{DEPTHLAB}/docs/RESULTS.md",

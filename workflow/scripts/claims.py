@@ -1,6 +1,7 @@
 """Adapter: measure every claim of the claims file on the fits; write the ledger (Parquet,
 Markdown, HTML)."""
 
+import json
 from collections import defaultdict
 from pathlib import Path
 
@@ -17,7 +18,9 @@ by_study = defaultdict(list)
 for path in paths:  # results/fits/<study>/<arm>.parquet
     by_study[Path(path).parent.name].append(path)
 fits = {study: read_fits(group) for study, group in by_study.items()}
-table = ledger(load_claims(snakemake.input.claims), fits)
+table, readings = ledger(load_claims(snakemake.input.claims), fits,
+                        json.loads(snakemake.params.settings))
 write_parquet(table, snakemake.output.parquet, provenance(inherited([read_meta(p) for p in paths])))
+write_text(readings.to_csv(index=False), snakemake.output.readings)
 write_text(to_markdown(table), snakemake.output.md)
 write_text(to_html(table), snakemake.output.html)

@@ -15,7 +15,8 @@ meta = read_meta(snakemake.input.ledger)
 source = (f"`results/claims.parquet` of commit {meta.get('git_commit', '')[:12] or 'none'} "
           f"(config {meta.get('config_hash', '')})")
 rules = Path(snakemake.input.rules).read_text()
-write_text(results_doc(table, rules, source), snakemake.output.results)
+readings = pd.read_csv(snakemake.input.readings, keep_default_na=False)
+write_text(results_doc(table, readings, rules, source), snakemake.output.results)
 # the README's summary line sits between two markers; only that line is rewritten (in place:
 # README.md is no declared output, which Snakemake would delete before the job)
 readme_path = Path(snakemake.output.results).parents[1] / "README.md"

@@ -1,32 +1,28 @@
-"""The claims ledger: each entry of config/claims.yaml measured on the fits, with a verdict.
+"""The claims ledger: each entry of config/claims.yaml measured on the fits, with an outcome.
 
-Pure functions of the entries (depthlab.claims.schema) and the fit tables. Rules, fixed before
-the results were seen (docs/RESULTS.md, "How a claim is graded"; changes are in the claims
-file's changelog):
+Pure functions of the claims file (depthlab.claims.schema) and the fit tables; the rules are
+in docs/claims_rules.md (changes: the claims file's changelog, whose fingerprint covers this
+module's source):
 
 1. Per seed first. An entry's rows are fit rows (one grid point each, or a series `along` a
-   column); the ledger takes every seed's value of each (`seed_values`, paired by seed) and
-   evaluates the entry's `value` expression per seed.
-2. The statistic the note quotes, with its 95% interval across seeds: `median` (percentile
-   bootstrap of the median, depthlab.analysis.stats.median_interval), `mean` (t-interval),
-   `seed0` (the lowest seed, exactly; no interval), `all` (every seed on its own), `value` (a
-   number computed across seeds, no interval).
-3. The verdict, by kind:
-   - quantitative: `reproduced` if the interval meets the note's value ± half a unit of its
-     last printed digit; with the note's own 95% interval (its value, ci, n seeds): if the two
-     means differ by at most 1.96 sqrt(se² + se_note²) + half_unit (two-sample, 5%). Else
-     `not reproduced`; being on the right side of a no-effect value is said in the notes only.
-   - directional: `reproduced` if the whole interval (every seed, for `all`; the value, for
-     `value`) is on the claimed side: above, below, between, or (contains) the interval holds x.
-   - invariance: `reproduced` if one value (within the note's value ± half_unit, if it states
-     one) lies within half_unit of every member's interval.
-   - curve: per k, agreement if the seed-mean interval meets formula(k) within ±rel;
-     `reproduced` if it agrees at every k. The notes name where it agrees.
-   - arithmetic: a number the note computes from others (sqrt(96) = 9.80): its value ± half_unit.
-   - not_measurable: the reason. A row outside this config's grid: `not measured`.
-4. Readings: the same entry under another value of a setting the note leaves open (or another
-   statistic). If any reading's verdict differs from the primary one, the verdict is
-   `depends on <setting>`, with the value under each reading in the notes.
+   column) with every seed's value (paired by seed); its `value` expression
+   (depthlab.claims.expressions) gives a per-seed value, or, for the statistic `pooled`, the
+   value of the seeds' mean rows (the note's seed-averaged estimator).
+2. The note's statistic at the note's seed count: `median`, `mean`, `pooled` (over the note's
+   n seeds), `seed0` (one seed), `value` (one number across seeds). A number the note measured
+   is compared with the band of that statistic at n seeds drawn from our pool
+   (depthlab.claims.bands); a number the note predicts, and every direction, with our
+   estimate's 95% interval.
+3. The outcome by the rules of depthlab.claims.outcomes; `by_construction` entries are
+   measured and listed as holding by construction, never counted as evidence.
+4. Readings: the same entry under another value of a setting the note leaves open. The
+   note's own numbers decide which readings are allowed (`identify:` in the claims file: a
+   reading under which too many identifying numbers fall outside their bands is excluded,
+   outcomes.excluded). An excluded reading is reported as sensitivity; readings marked
+   `experiment` (a manipulation the note does not mention) beside the verdict; an entry is
+   inconclusive ("depends on <setting>") only when two allowed readings disagree.
+5. Not comparable: where the arm an entry reads differs from the note's stated settings
+   (d_model, heads, ...) or has fewer seeds than the note's statistic needs.
 """
 
 from __future__ import annotations
@@ -36,22 +32,28 @@ import math
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
-from depthlab.analysis.stats import median_interval, t_interval
+from depthlab.analysis.stats import t_interval
 from depthlab.analysis.tables import fmt, ranges, spread
+from depthlab.claims import bands, outcomes
+from depthlab.claims.expressions import NotInGrid, evaluate
+from depthlab.claims.outcomes import (
+    BY_CONSTRUCTION,
+    CONTRADICTED,
+    INCONCLUSIVE,
+    NOT_COMPARABLE,
+    NOT_MEASURABLE,
+    NOT_MEASURED,
+    SUPPORTED,
+)
 from depthlab.claims.schema import ROW_EXTRA, direction
 
-VERDICTS = ("reproduced", "not reproduced", "depends on", "not measurable", "not measured")
+PRECISION_NOISE = 10  # a band this many times wider than the note's precision: said so
 
 
 class ClaimError(ValueError):
-    """An entry that selects no column, several rows for one, or misaligned seeds (a design
-    error of the claims file, not a finding)."""
-
-
-class NotInGrid(Exception):
-    """The entry's rows are not in this config's grid (e.g. depth 96 in config/tiny.yaml)."""
+    """An entry that selects no column, several rows for one, misaligned seeds or values the
+    rules cannot grade (a design error of the claims file, not a finding)."""
 
 
 # ---------------------------------------------------------------- selecting rows
@@ -112,193 +114,87 @@ def seed_arrays(rows: pd.DataFrame, name: str) -> tuple[list[int], np.ndarray]:
     return seeds[0], np.stack([np.asarray(v, dtype=float) for v in rows["seed_values"]], -1)
 
 
-# ---------------------------------------------------------------- per-seed expressions
+class Sample:
+    """An entry's rows with every seed's values: the per-seed value of its expression and, for
+    any set of seeds, the expression on their mean rows."""
+
+    def __init__(self, fit: pd.DataFrame, rows: dict, expression: str | None, name: str):
+        self.name, self.rows, self.coords, self.seeds, self.arms = name, {}, {}, None, set()
+        for row_name, spec in rows.items():
+            selected = select(fit, spec, name)
+            seeds, values = seed_arrays(selected, f"{name}.{row_name}")
+            if self.seeds is not None and seeds != self.seeds:
+                raise ClaimError(f"{name}: rows {list(rows)} have different seeds")
+            self.seeds = seeds
+            if "arm" in selected.columns:
+                self.arms |= set(selected["arm"].astype(str))
+            if spec.get("along"):
+                self.coords[f"{row_name}_at"] = selected[spec["along"]].to_numpy(dtype=float)
+                self.rows[row_name] = values
+            else:
+                self.rows[row_name] = values[:, 0]
+        self.expression = expression or next(iter(rows))
+
+    def value(self, rows: dict) -> np.ndarray:
+        return np.asarray(evaluate(self.expression, {**rows, **self.coords}, self.name),
+                          dtype=float)
+
+    def per_seed(self) -> np.ndarray:
+        """The expression per seed: (S,) or (S, M) for M members."""
+        return self.value(self.rows)
+
+    def pooled(self, idx: np.ndarray) -> np.ndarray:
+        """The expression on the mean rows of the seeds each row of idx (B, n) picks: (B,) or
+        (B, M)."""
+        return self.value({k: v[idx].mean(axis=1) for k, v in self.rows.items()})
 
 
-def _first(cond: np.ndarray, at: np.ndarray) -> np.ndarray:
-    """Per seed, the coordinate of the first True along the last axis (NaN if none)."""
-    cond = np.asarray(cond, dtype=bool)
-    idx = cond.argmax(axis=-1)
-    return np.where(cond.any(axis=-1), np.asarray(at, dtype=float)[idx], np.nan)
+# ---------------------------------------------------------------- the statistic
 
 
-def _orders(*series: np.ndarray) -> float:
-    """How many distinct orders (by value) the given per-seed quantities take across seeds."""
-    stacked = np.stack(series, axis=-1)
-    return float(len({tuple(np.argsort(row)) for row in stacked}))
-
-
-def _slope(y: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """Per seed, the OLS slope of y (S, K) on x ((K,) or (S, K))."""
-    x = np.broadcast_to(np.asarray(x, dtype=float), np.shape(y))
-    xc = x - x.mean(axis=-1, keepdims=True)
-    yc = y - y.mean(axis=-1, keepdims=True)
-    return (yc * xc).sum(axis=-1) / (xc**2).sum(axis=-1)
-
-
-def _quarter(x: np.ndarray, last: bool) -> np.ndarray:
-    """Mean over the first (or last) quarter of the last axis: the fits' 'early' ('late')."""
-    n = max(1, np.shape(x)[-1] // 4)
-    return np.mean(x[..., -n:] if last else x[..., :n], axis=-1)
-
-
-def _window(x: np.ndarray, at: np.ndarray, lo: float, hi: float) -> np.ndarray:
-    """Mean of x (S, K) over the coordinates at (K,) within [lo, hi]."""
-    keep = (np.asarray(at) >= lo) & (np.asarray(at) <= hi)
-    if not keep.any():
-        raise NotInGrid(f"no layer in [{lo}, {hi}]")
-    return np.mean(x[..., keep], axis=-1)
-
-
-FUNCTIONS = {
-    "log": np.log, "log10": np.log10, "sqrt": np.sqrt, "abs": np.abs, "exp": np.exp,
-    "maximum": np.maximum, "minimum": np.minimum, "where": np.where, "pi": np.pi,
-    "avg": lambda x: np.mean(x, axis=-1), "total": lambda x: np.sum(x, axis=-1),
-    "lowest": lambda x: np.min(x, axis=-1), "highest": lambda x: np.max(x, axis=-1),
-    "diff": lambda x: np.diff(x, axis=-1), "frac": lambda c: np.mean(c, axis=-1),
-    "every": lambda c: np.all(c, axis=-1), "first": _first, "orders": _orders,
-    "slope": _slope, "stack": lambda *xs: np.stack(xs, axis=-1),
-    "early": lambda x: _quarter(x, False), "late": lambda x: _quarter(x, True),
-    "window": _window, "join": lambda *xs: np.concatenate(xs, axis=-1),
-}
-
-
-def evaluate_rows(fit: pd.DataFrame, rows: dict, expression: str | None, name: str):
-    """The entry's value per seed: `expression` (default: the one row) of the rows' per-seed
-    values; a series row `x` also gives its coordinates as `x_at`. Returns (seeds, value)."""
-    namespace, seeds = dict(FUNCTIONS), None
-    for row_name, spec in rows.items():
-        selected = select(fit, spec, name)
-        row_seeds, values = seed_arrays(selected, f"{name}.{row_name}")
-        if seeds is not None and row_seeds != seeds:
-            raise ClaimError(f"{name}: rows {list(rows)} have different seeds")
-        seeds = row_seeds
-        if spec.get("along"):
-            namespace[f"{row_name}_at"] = selected[spec["along"]].to_numpy(dtype=float)
-        namespace[row_name] = values if spec.get("along") else values[:, 0]
-    expression = expression or next(iter(rows))
-    try:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            value = eval(expression, {"__builtins__": {}}, namespace)  # noqa: S307 (trusted)
-    except IndexError:
-        raise NotInGrid("the series is shorter than the entry reads") from None
-    return seeds, np.asarray(value, dtype=float)
-
-
-# ---------------------------------------------------------------- statistics and verdicts
-
-
-def summarise(values: np.ndarray, statistic: str) -> tuple[float, float, float]:
-    """(point, lo, hi) of per-seed values (S,) by the statistic (module docstring, rule 2)."""
-    v = np.asarray(values, dtype=float)
-    if statistic == "value":
-        point = float(v) if v.ndim == 0 else math.nan
-        return point, point, point
-    if statistic == "seed0":
-        return float(v[0]), float(v[0]), float(v[0])
+def statistic_of(sample: Sample, statistic: str):
+    """idx (B, n) -> (B,) or (B, M): the note's statistic at the seeds idx picks."""
+    if statistic == "pooled":
+        return sample.pooled
+    v = sample.per_seed()
+    if not np.all(np.isfinite(v)):
+        raise ClaimError(f"{sample.name}: non-finite per-seed values {v}")
     if statistic == "median":
-        lo, hi = median_interval(v)
-        return float(np.median(v)), lo, hi
-    if statistic == "all":
-        return float(np.mean(v)), float(np.min(v)), float(np.max(v))
-    lo, hi = t_interval(v)
-    return float(np.mean(v)), lo, hi
+        return lambda idx: np.median(v[idx], axis=1)
+    if statistic == "mean":
+        return lambda idx: np.mean(v[idx], axis=1)
+    if statistic == "seed0":
+        return lambda idx: v[idx][:, 0]
+    raise ClaimError(f"{sample.name}: no statistic {statistic!r} over seeds")
 
 
-def side(documented, lo: float, hi: float) -> bool:
-    """Whether the interval [lo, hi] lies on the claimed side of a directional claim."""
-    kind = direction(documented)
-    x = documented[kind]
-    if kind == "above":
-        return lo > x
-    if kind == "below":
-        return hi < x
-    if kind == "between":
-        return x[0] <= lo and hi <= x[1]
-    return lo <= x <= hi
+def estimates(sample: Sample, statistic: str) -> list[tuple[float, float, float]]:
+    """Per member, our estimate of the statistic over all seeds: (point, lo, hi) with its 95%
+    interval (median: bootstrap of the median; mean: t-interval; pooled: bootstrap of the
+    expression on the seed means; seed0: seed 0, no interval)."""
+    n = len(sample.seeds)
+    if statistic == "pooled":
+        point = np.atleast_1d(sample.pooled(np.arange(n)[None, :])[0])
+        lo, hi = bands.bootstrap_interval(sample.pooled, n)
+        return [(float(p), float(a), float(b)) for p, a, b in
+                zip(point, np.atleast_1d(lo), np.atleast_1d(hi), strict=True)]
+    v = sample.per_seed()
+    v = v[:, None] if v.ndim == 1 else v
+    return [bands.estimate(v[:, i], statistic) for i in range(v.shape[1])]
 
 
-def quantitative(documented, h: float, values: np.ndarray, point: float, lo: float,
-                 hi: float, statistic: str) -> bool:
-    """Rule 3, quantitative: the interval meets value ± h; or, with the note's own interval,
-    the two-sample agreement of means."""
-    if isinstance(documented, dict):
-        n_note = documented["n"]
-        ci_lo, ci_hi = documented["ci"]
-        se_note = (ci_hi - ci_lo) / (2 * stats.t.ppf(0.975, n_note - 1))
-        v = np.asarray(values, dtype=float)
-        se = v.std(ddof=1) / np.sqrt(len(v))
-        return abs(point - documented["value"]) <= 1.96 * math.hypot(se, se_note) + h
-    return lo <= documented + h and hi >= documented - h
+# ---------------------------------------------------------------- one measurement
 
 
-def invariant(value, h: float, intervals: list[tuple[float, float]]) -> bool:
-    """Rule 3, invariance: a single value within h of every interval (and within value ± h)."""
-    lo = max(a for a, _ in intervals) - h
-    hi = min(b for _, b in intervals) + h
-    if value is not None:
-        lo, hi = max(lo, value - h), min(hi, value + h)
-    return lo <= hi
+def _seeds_on_side(doc, values: np.ndarray) -> str:
+    """How many seeds' own values lie on the claimed side (a description, not graded)."""
+    kind, x = direction(doc), doc[direction(doc)]
+    v = values[:, None] if values.ndim == 1 else values
+    held = [all(outcomes.direction(kind, x, a, a) == SUPPORTED for a in seed) for seed in v]
+    return f"{sum(held)} of {len(held)} seeds on the claimed side by their own values"
 
 
-def curve(documented, rel: float, k: np.ndarray, values: np.ndarray) -> tuple[bool, dict]:
-    """Rule 3, curve: per-k agreement of the seed-mean interval with the formula within ±rel."""
-    kk = k + documented["origin"]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        formula = np.asarray(eval(documented["formula"], {"__builtins__": {}},  # noqa: S307
-                                  {**FUNCTIONS, "k": kk}), dtype=float)
-    mean = values.mean(axis=0)
-    bounds = np.array([t_interval(values[:, i]) for i in range(values.shape[1])])
-    ok = (bounds[:, 0] <= formula * (1 + rel)) & (bounds[:, 1] >= formula * (1 - rel))
-    worst = float(np.max(np.abs(mean / formula - 1)))
-    return bool(ok.all()), {"point": float(ok.mean()), "lo": float(ok.mean()),
-                            "hi": float(ok.mean()), "text": f"agrees at k = {ranges(k, ok)} of "
-                            f"1–{int(k[-1])} ({ok.sum()}/{len(ok)}); largest deviation "
-                            f"{100 * worst:.0f}%"}
-
-
-# ---------------------------------------------------------------- one entry
-
-
-def measure_once(entry: dict, fit: pd.DataFrame, rows: dict, statistic: str,
-                 value: str | None, doc) -> dict:
-    """The measurement and verdict of an entry with the given rows, statistic, per-seed value
-    expression and documented value (a reading may change any of them)."""
-    name, kind, tol = entry["id"], entry["kind"], entry["tolerance"]
-    seeds, values = evaluate_rows(fit, rows, value, name)
-    out = {"n_seeds": len(seeds), "text": ""}
-    if kind == "curve":
-        series = next(n for n, spec in rows.items() if spec.get("along"))
-        ok, shown = curve(doc, tol["rel"], evaluate_k(fit, rows[series], name), values)
-        return {**out, **shown, "ok": ok}
-    if kind == "invariance":
-        members = values if values.ndim == 2 else values[:, None]
-        parts = [summarise(members[:, i], statistic) for i in range(members.shape[1])]
-        ok = invariant(doc.get("value"), tol["half_unit"], [(lo, hi) for _, lo, hi in parts])
-        points = [p for p, _, _ in parts]
-        return {**out, "point": float(np.mean(points)), "lo": min(lo for _, lo, _ in parts),
-                "hi": max(hi for _, _, hi in parts), "ok": ok, "text": _members(parts)}
-    if not np.all(np.isfinite(values)):
-        raise ClaimError(f"{name}: non-finite per-seed values {values}")
-    if kind == "directional" and values.ndim == 2:  # every member on the claimed side
-        parts = [summarise(values[:, i], statistic) for i in range(values.shape[1])]
-        held = [side(doc, lo, hi) for _, lo, hi in parts]
-        return {**out, "point": min(p for p, _, _ in parts), "lo": min(lo for _, lo, _ in parts),
-                "hi": max(hi for _, _, hi in parts), "ok": all(held),
-                "text": f"{sum(held)} of {len(held)} members on the claimed side; "
-                + _members(parts)}
-    point, lo, hi = summarise(values, statistic)
-    if kind == "directional":
-        if statistic == "all":
-            held = [side(doc, v, v) for v in np.atleast_1d(values)]
-            return {**out, "point": point, "lo": lo, "hi": hi, "ok": all(held),
-                    "text": f"{sum(held)} of {len(held)} seeds on the claimed side"}
-        return {**out, "point": point, "lo": lo, "hi": hi, "ok": side(doc, lo, hi)}
-    ok = quantitative(doc, tol["half_unit"], values, point, lo, hi, statistic)
-    return {**out, "point": point, "lo": lo, "hi": hi, "ok": ok}
-
-
-def _members(parts: list[tuple[float, float, float]]) -> str:
+def _members_text(parts: list[tuple[float, float, float]]) -> str:
     """Each member's value [interval], or for a long series the range they span."""
     if len(parts) <= 8:
         return "members: " + ", ".join(f"{fmt(p, 3)} {spread(lo, hi, 3)}" for p, lo, hi in parts)
@@ -308,25 +204,90 @@ def _members(parts: list[tuple[float, float, float]]) -> str:
             f"intervals within {within}")
 
 
-def evaluate_k(fit: pd.DataFrame, spec: dict, name: str) -> np.ndarray:
-    """The coordinates of a series row."""
-    return select(fit, spec, name)[spec["along"]].to_numpy(dtype=float)
+def _curve(entry: dict, sample: Sample, doc) -> dict:
+    """Per k, the seed-mean interval against formula(k) (1 +- rel)."""
+    series = next(n for n, spec in entry["measure"]["rows"].items() if spec.get("along"))
+    k = sample.coords[f"{series}_at"]
+    formula = np.broadcast_to(np.asarray(evaluate(
+        doc["formula"], {"k": k + doc["origin"]}, entry["id"]), dtype=float), k.shape)
+    values = sample.per_seed()
+    rel = entry["tolerance"]["rel"]
+    per_k = []
+    for i in range(values.shape[1]):
+        lo, hi = t_interval(values[:, i])
+        per_k.append(outcomes.curve_at(float(formula[i]), rel, lo, hi))
+    per_k = np.array(per_k)
+    mean = values.mean(axis=0)
+    worst = float(np.max(np.abs(mean / formula - 1)))
+    text = "; ".join(f"{o} at k = {ranges(k, per_k == o)}" for o in outcomes.GRADED
+                     if (per_k == o).any())
+    share = float((per_k == SUPPORTED).mean())
+    return {"outcome": outcomes.members(list(per_k)), "point": share, "lo": share, "hi": share,
+            "text": f"{text} (of 1–{int(k[-1])}); largest deviation of the mean "
+                    f"{100 * worst:.0f}%"}
 
 
-def _merged(rows: dict, overrides: dict) -> dict:
-    return {n: {**spec, **overrides.get(n, {})} for n, spec in rows.items()}
+def measure_once(entry: dict, sample: Sample, statistic: str, doc, n_note: int,
+                 source: str) -> dict:
+    """The measurement and outcome of an entry's sample under a statistic and documented value
+    (a reading may change any of them)."""
+    kind, tol = entry["kind"], entry["tolerance"]
+    h = tol.get("half_unit", 0.0)
+    out = {"n_seeds": len(sample.seeds), "text": "", "band": None, "half_band": None}
+    if kind == "curve":
+        return {**out, **_curve(entry, sample, doc)}
+    if statistic == "value":  # one number across seeds (no interval)
+        point = float(sample.per_seed())
+        found = outcomes.direction(direction(doc), doc[direction(doc)], point, point)
+        return {**out, "point": point, "lo": point, "hi": point, "outcome": found}
+    parts = estimates(sample, statistic)
+    lo_all, hi_all = min(p[1] for p in parts), max(p[2] for p in parts)
+    if kind == "invariance":
+        found = outcomes.invariance(doc.get("value"), h, [(lo, hi) for _, lo, hi in parts])
+        return {**out, "point": float(np.mean([p for p, _, _ in parts])), "lo": lo_all,
+                "hi": hi_all, "outcome": found, "text": _members_text(parts)}
+    if kind == "directional":
+        key, x = direction(doc), doc[direction(doc)]
+        each = [outcomes.direction(key, x, lo, hi) for _, lo, hi in parts]
+        text = _seeds_on_side(doc, sample.per_seed())
+        if len(parts) > 1:
+            text = (f"{each.count(SUPPORTED)} of {len(each)} members on the claimed side; "
+                    f"{_members_text(parts)}; {text}")
+        return {**out, "point": min(p for p, _, _ in parts), "lo": lo_all, "hi": hi_all,
+                "outcome": outcomes.members(each), "text": text}
+    if len(parts) != 1:
+        raise ClaimError(f"{entry['id']}: a quantitative entry gives {len(parts)} values")
+    point, lo, hi = parts[0]
+    value = doc["value"] if isinstance(doc, dict) else doc
+    reference = entry.get("reference")
+    if source == "prediction":
+        return {**out, "point": point, "lo": lo, "hi": hi,
+                "outcome": outcomes.number(value, h, lo, hi, reference)}
+    stat = statistic_of(sample, statistic)
+    n = 1 if statistic == "seed0" else n_note
+    band = bands.prediction_band(stat, len(sample.seeds), n)
+    half = len(sample.seeds) // 2
+    half_band = bands.prediction_band(stat, half, n) if half >= n else None
+    return {**out, "point": point, "lo": lo, "hi": hi, "band": band, "half_band": half_band,
+            "outcome": outcomes.number(value, h, *band, reference)}
+
+
+# ---------------------------------------------------------------- text
 
 
 def _shown(m: dict, statistic: str) -> str:
-    """A measurement as text: value [interval] (statistic, n seeds) and its details."""
+    """A measurement as text: value [interval] (statistic, n seeds), the band, details."""
     if "point" not in m:
         return "—"
     text = fmt(m["point"], 4)
-    if statistic in ("median", "mean") and np.isfinite(m["lo"]) and m["lo"] != m["hi"]:
+    if np.isfinite(m["lo"]) and m["lo"] != m["hi"]:
         text += f" {spread(m['lo'], m['hi'], 4)}"
     label = {"median": "median, 95% bootstrap", "mean": "mean, 95% t-interval",
-             "seed0": "seed 0", "all": "every seed", "value": "across seeds"}[statistic]
+             "seed0": "seed 0", "pooled": "seed-averaged, 95% bootstrap",
+             "value": "across seeds"}[statistic]
     text += f" ({label}, {m['n_seeds']} seeds)"
+    if m.get("band"):
+        text += f"; band of the note's statistic {spread(*m['band'], 4)}"
     return f"{text}; {m['text']}" if m.get("text") else text
 
 
@@ -356,109 +317,221 @@ def describe_tolerance(entry: dict) -> str:
         return f"±{tol['half_unit']:g}"
     if "rel" in tol:
         return f"±{100 * tol['rel']:g}% per k"
-    return "whole interval on the claimed side" if entry["kind"] == "directional" else ""
+    return "whole interval on one side" if entry["kind"] == "directional" else ""
 
 
-def _base_row(entry: dict) -> dict:
+def _base_row(entry: dict, note: dict) -> dict:
     return {
         "id": entry["id"], "note": entry["note"], "kind": entry["kind"], "claim": entry["claim"],
         "documented": describe_documented(entry), "statistic": entry.get("statistic", ""),
+        "source": entry.get("source", note.get("source", "")),
+        "n_note": entry.get("seeds", note.get("seeds", math.nan)),
         "measured": math.nan, "measured_lo": math.nan, "measured_hi": math.nan,
-        "n_seeds": math.nan, "shown": "—", "verdict": "not measured",
-        "tolerance": describe_tolerance(entry),
+        "band_lo": math.nan, "band_hi": math.nan, "half_band_lo": math.nan,
+        "half_band_hi": math.nan, "n_seeds": math.nan, "shown": "—", "outcome": NOT_MEASURED,
+        "verdict": NOT_MEASURED, "tolerance": describe_tolerance(entry),
         "tolerance_reason": entry.get("tolerance", {}).get("reason", ""),
-        "readings": "", "restates": entry.get("restates", ""), "notes": "",
-        "fit": "", "rows": "",
+        "by_construction": entry.get("by_construction", ""),
+        "readings": "", "sensitivity": "", "experiments": "",
+        "restates": entry.get("restates", ""), "notes": "", "fit": "", "rows": "",
     }
 
 
-def evaluate(entry: dict, fits: dict[str, pd.DataFrame]) -> dict:
-    """One ledger row: the entry, its measurement under each reading, and its verdict."""
-    row = _base_row(entry)
+# ---------------------------------------------------------------- one entry
+
+
+def _merged(rows: dict, overrides: dict) -> dict:
+    return {n: {**spec, **overrides.get(n, {})} for n, spec in rows.items()}
+
+
+def comparable(note: dict, arms: set[str], settings: dict | None) -> str:
+    """'' if every arm read has the note's stated settings, else what differs (first few)."""
+    if not settings:
+        return ""
+    stated = note.get("settings", {})
+    differ = []
+    for arm in sorted(arms):
+        have = settings.get(arm, {})
+        differ += [f"{k} {have[k]}, note {v}" for k, v in stated.items()
+                   if k in have and have[k] != v]
+    return "; ".join(dict.fromkeys(differ))
+
+
+def evaluate_entry(entry: dict, fits: dict[str, pd.DataFrame], notes: dict,
+                   settings: dict | None = None) -> tuple[dict, list]:
+    """One ledger row under the primary reading, and [(reading, measurement)] of its
+    readings; the final outcome waits for the identification of readings (ledger)."""
+    note = notes.get(entry["note"], {})
+    row = _base_row(entry, note)
     if entry["kind"] == "not_measurable":
-        row.update(verdict="not measurable", notes=entry["why"])
-        return row
+        row.update(outcome=NOT_MEASURABLE, verdict=NOT_MEASURABLE, notes=entry["why"])
+        return row, []
     measure = entry["measure"]
     if entry["kind"] == "arithmetic":
-        value = float(eval(measure["value"], {"__builtins__": {}}, FUNCTIONS))  # noqa: S307
+        value = float(evaluate(measure["value"], {}, entry["id"]))
         ok = abs(value - entry["documented"]) <= entry["tolerance"]["half_unit"]
+        if not ok:
+            raise ClaimError(f"{entry['id']}: the note's arithmetic gives {value:.6g}, not "
+                             f"{entry['documented']} (a design error of the entry)")
         row.update(measured=value, measured_lo=value, measured_hi=value, shown=fmt(value, 4),
-                   verdict="reproduced" if ok else "not reproduced",
-                   notes="arithmetic, no measurement")
-        return row
+                   outcome=BY_CONSTRUCTION, verdict=BY_CONSTRUCTION,
+                   by_construction="the note's own arithmetic, no measurement")
+        return row, []
     row.update(fit=measure["fit"], rows=json.dumps(measure["rows"], sort_keys=True))
     fit = fits.get(measure["fit"])
     if fit is None:
         row["notes"] = f"study {measure['fit']!r} not in this config"
-        return row
+        return row, []
+    statistic, source = entry["statistic"], row["source"]
+    n_note = int(row["n_note"]) if np.isfinite(row["n_note"]) else 1
     try:
-        primary = measure_once(entry, fit, measure["rows"], entry["statistic"],
-                               measure.get("value"), entry["documented"])
+        sample = Sample(fit, measure["rows"], measure.get("value"), entry["id"])
     except NotInGrid as missing:
         row["notes"] = f"not in this grid: {missing}"
-        return row
-    readings, absent = [], []
+        return row, []
+    differ = comparable(note, sample.arms, (settings or {}).get(measure["fit"]))
+    pool = len(sample.seeds)
+    needs = n_note if source == "sample" and entry["kind"] == "quantitative" \
+        and statistic != "seed0" else 2
+    if pool < needs:
+        differ = "; ".join(filter(None, [differ, f"seeds {pool}, note {needs}"]))
+    if differ:
+        row.update(outcome=NOT_COMPARABLE, verdict=f"{NOT_COMPARABLE}: {differ}",
+                   n_seeds=pool)
+        return row, []
+    try:
+        primary = measure_once(entry, sample, statistic, entry["documented"], n_note, source)
+    except NotInGrid as missing:
+        row["notes"] = f"not in this grid: {missing}"
+        return row, []
+    readings = []
     for r in entry.get("readings", []):
         try:
+            other = Sample(fit, _merged(measure["rows"], r.get("rows", {})),
+                           r.get("value", measure.get("value")), entry["id"])
             readings.append((r, measure_once(
-                entry, fit, _merged(measure["rows"], r.get("rows", {})),
-                r.get("statistic", entry["statistic"]), r.get("value", measure.get("value")),
-                r.get("documented", entry["documented"]))))
+                entry, other, r.get("statistic", statistic),
+                r.get("documented", entry["documented"]), n_note, source)))
         except NotInGrid:
-            absent.append(f"{r['setting']} = {r['label']}")
-    row.update(measured=primary["point"], measured_lo=primary["lo"],
-               measured_hi=primary["hi"], n_seeds=primary["n_seeds"],
-               shown=_shown(primary, entry["statistic"]))
-    verdict = "reproduced" if primary["ok"] else "not reproduced"
-    differ = sorted({r["setting"] for r, m in readings if m["ok"] != primary["ok"]})
-    notes = []
-    if differ:
-        notes.append(f"primary reading {verdict}")
-        verdict = f"depends on {', '.join(differ)}"
-    row["verdict"] = verdict
-    row["readings"] = "; ".join(
-        [f"{r['setting']} = {r['label']}: {_shown(m, r.get('statistic', entry['statistic']))} "
-         f"({'reproduced' if m['ok'] else 'not reproduced'})" for r, m in readings]
-        + [f"{a}: not in this grid" for a in absent])
-    width, band = primary["hi"] - primary["lo"], 2 * entry["tolerance"].get("half_unit", 0)
-    if primary["ok"] and entry["kind"] == "quantitative" and band and width > 10 * band:
-        notes.append(f"consistent only: the 95% interval is {width / band:.0f}x wider than the "
-                     "note's precision")
-    if "reference" in entry and entry["kind"] == "quantitative":
-        doc = entry["documented"]
-        value = doc["value"] if isinstance(doc, dict) else doc
-        same = np.sign(primary["point"] - entry["reference"]) == np.sign(
-            value - entry["reference"])
-        notes.append(f"{'on' if same else 'not on'} the note's side of "
-                     f"{fmt(entry['reference'], 4)}")
-    row["notes"] = "; ".join(notes)
+            readings.append((r, None))
+    band = primary["band"] or (math.nan, math.nan)
+    half = primary["half_band"] or (math.nan, math.nan)
+    row.update(measured=primary["point"], measured_lo=primary["lo"], measured_hi=primary["hi"],
+               band_lo=band[0], band_hi=band[1], half_band_lo=half[0], half_band_hi=half[1],
+               n_seeds=primary["n_seeds"], shown=_shown(primary, statistic),
+               outcome=primary["outcome"])
+    return row, readings
+
+
+def _reading_text(r: dict, m: dict | None, statistic: str) -> str:
+    if m is None:
+        return f"{r['setting']} = {r['label']}: not in this grid"
+    return (f"{r['setting']} = {r['label']}: {_shown(m, r.get('statistic', statistic))} "
+            f"({m['outcome']})")
+
+
+def finish(row: dict, readings: list, excluded: dict) -> dict:
+    """The row's outcome and verdict once the excluded readings are known: allowed readings
+    that disagree with the primary make it inconclusive ('depends on <setting>'); excluded
+    ones are sensitivity, experiments are listed beside it."""
+    primary = row["outcome"]
+    if primary not in outcomes.GRADED:  # not measured, not comparable, not measurable, ...
+        return row
+    allowed, sensitivity, experiments, depends = [], [], [], []
+    for r, m in readings:
+        text = _reading_text(r, m, row["statistic"])
+        if r.get("experiment"):
+            experiments.append(text)
+        elif (row["note"], r["setting"], r["label"]) in excluded:
+            why = excluded[(row["note"], r["setting"], r["label"])]
+            sensitivity.append(f"{text}; reading excluded by the note's numbers ({why})")
+        else:
+            allowed.append(text)
+            if m is not None and m["outcome"] != primary:
+                depends.append(r["setting"])
+    verdict, notes = primary, [row["notes"]] if row["notes"] else []
+    if depends:
+        settings = ", ".join(dict.fromkeys(depends))
+        verdict = f"{INCONCLUSIVE}: depends on {settings} ({primary} at the primary reading)"
+        row["outcome"] = INCONCLUSIVE
+    if row["by_construction"]:
+        if row["outcome"] == SUPPORTED:
+            row["outcome"], verdict = BY_CONSTRUCTION, BY_CONSTRUCTION
+        else:
+            notes.append(f"listed as holding by construction ({row['by_construction']}), "
+                         f"but measured {row['outcome']}")
+    width, precision = row["band_hi"] - row["band_lo"], 2 * _half_unit(row)
+    if np.isfinite(width) and precision and width > PRECISION_NOISE * precision:
+        notes.append(f"the note's last printed digit is below the noise of "
+                     f"{int(row['n_note'])} seeds (band {width / precision:.0f}x its precision)")
+    row.update(verdict=verdict, readings="; ".join(allowed), sensitivity="; ".join(sensitivity),
+               experiments="; ".join(experiments), notes="; ".join(notes))
     return row
 
 
-def ledger(entries: list[dict], fits: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    """Every entry evaluated, in file order; a restatement takes its entry's verdict."""
+def _half_unit(row: dict) -> float:
+    tol = row["tolerance"]
+    return float(tol[1:]) if tol.startswith("±") and not tol.endswith("per k") else 0.0
+
+
+# ---------------------------------------------------------------- identification, the ledger
+
+
+def identify(rules: list[dict], evaluated: dict) -> tuple[dict, list[dict]]:
+    """Which readings of each open setting the note's own numbers exclude: {(note, setting,
+    label): why}, and one record per reading (graded, contradicted, excluded) for the docs."""
+    excluded, records = {}, []
+    for rule in rules:
+        tally: dict[str, list[str]] = {}
+        for entry_id in rule["by"]:
+            row, readings = evaluated[entry_id]
+            if row["outcome"] in outcomes.GRADED:
+                tally.setdefault(rule["primary"], []).append(
+                    entry_id if row["outcome"] == CONTRADICTED else "")
+            for r, m in readings:
+                if r["setting"] == rule["setting"] and m is not None:
+                    tally.setdefault(r["label"], []).append(
+                        entry_id if m["outcome"] == CONTRADICTED else "")
+        for label, marks in tally.items():
+            against = [m for m in marks if m]
+            out = outcomes.excluded(len(against), len(marks))
+            records.append({"note": rule["note"], "setting": rule["setting"], "label": label,
+                            "graded": len(marks), "outside": len(against),
+                            "excluded": out, "by": ", ".join(against)})
+            if out:
+                excluded[(rule["note"], rule["setting"], label)] = (
+                    f"{len(against)} of {len(marks)} identifying numbers outside their bands")
+    return excluded, records
+
+
+def ledger(claims: dict, fits: dict[str, pd.DataFrame],
+           settings: dict | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Every entry evaluated, in file order (a restatement takes its entry's outcome), and the
+    readings each note's numbers allow. `settings`: {study: {arm: settings}} of the run, for
+    the comparability of each row with its note's stated settings (None: not checked)."""
+    notes = claims.get("notes", {})
+    evaluated = {}
+    for entry in claims["claims"]:
+        if "restates" not in entry:
+            evaluated[entry["id"]] = evaluate_entry(entry, fits, notes, settings)
+    excluded, records = identify(claims.get("identify", []), evaluated)
     rows, by_id = [], {}
-    for entry in entries:
+    for entry in claims["claims"]:
         if "restates" in entry:
             source = by_id[entry["restates"]]
             row = {**source, "id": entry["id"], "claim": entry["claim"], "kind": entry["kind"],
                    "note": entry["note"], "restates": entry["restates"],
                    "notes": f"restates {entry['restates']}"}
         else:
-            row = evaluate(entry, fits)
+            row = finish(*evaluated[entry["id"]], excluded)
         by_id[entry["id"]] = row
         rows.append(row)
-    return pd.DataFrame(rows)
-
-
-def verdict_class(verdict: str) -> str:
-    """The counted class of a verdict ('depends on loss' -> 'depends on')."""
-    return "depends on" if verdict.startswith("depends on") else verdict
+    return pd.DataFrame(rows), pd.DataFrame(
+        records, columns=["note", "setting", "label", "graded", "outside", "excluded", "by"])
 
 
 def counts(table: pd.DataFrame, primary_only: bool = False) -> dict[str, int]:
-    """Entries per verdict class, in VERDICTS order (restatements left out if primary_only)."""
+    """Entries per outcome, in OUTCOMES order (restatements left out if primary_only)."""
     if primary_only:
         table = table[table["restates"] == ""]
-    classes = table["verdict"].map(verdict_class)
-    return {v: int((classes == v).sum()) for v in VERDICTS}
+    return {o: int((table["outcome"] == o).sum()) for o in outcomes.OUTCOMES}

@@ -21,11 +21,20 @@ One entry per numeric or directional sentence of the notes, in note order:
         - setting: "loss"                     # setting the note leaves open, or another statistic
           label: "cross-entropy"
           rows: {r: {arm: sens_loss}}         # overrides of the primary rows
-      reference: 1                            # optional: the no-effect value (said in the notes)
-      restates: other.id                      # instead of measuring: the verdict of that entry
+      reference: 1                            # optional: the value that reverses the note's
+                                              # conclusion (a band holding it: inconclusive)
+      source: prediction                      # optional: the note's `source` (sample|prediction)
+      seeds: 6                                # optional: the note's seed count for this number
+      by_construction: "why"                  # optional: holds by construction (never counted)
+      restates: other.id                      # instead of measuring: the outcome of that entry
+
+A reading may carry `experiment: true`: a manipulation the note does not mention, listed beside
+the outcome and never a reading. Top level: `notes:` (each note's title, seeds, source and stated
+settings) and `identify:` (which entries' numbers identify each open setting's reading).
 
 Kinds and their `documented`:
-- quantitative: a number, or {value, ci: [lo, hi], n} when the note gives its own 95% interval;
+- quantitative: a number, or {value, ci: [lo, hi], n} when the note gives its own 95% interval
+  (statistics: median, mean, pooled (the expression on the seed means), seed0, value);
 - directional: {above: x}, {below: x}, {between: [lo, hi]} or {contains: x};
 - invariance: {} or {value: x}: the rows are one quantity across arms, depths or layers;
 - curve: {formula: "<numpy expression in k>", origin: 0 or 1}: per-k agreement of a series;
@@ -48,20 +57,29 @@ from pathlib import Path
 
 import yaml
 
+from depthlab.claims.expressions import ExpressionError, parse
 from depthlab.pipeline.settings import ConfigError
 from depthlab.studies import STUDIES
 
 NOTES = ("varsplit", "stack96", "theory096", "monitor", "training", "fixes")
 FITS = tuple(sorted(STUDIES))  # the studies the pipeline fits
 KINDS = ("quantitative", "directional", "invariance", "curve", "arithmetic", "not_measurable")
-STATISTICS = ("median", "mean", "seed0", "all", "value")
+STATISTICS = ("median", "mean", "seed0", "pooled", "value")
+SOURCES = ("sample", "prediction")  # a number the note measured on its seeds, or predicts
 DIRECTIONS = ("above", "below", "between", "contains")
 ENTRY_KEYS = ("id", "note", "claim", "kind", "documented", "statistic", "measure", "tolerance",
-              "readings", "reference", "restates", "why")
+              "readings", "reference", "restates", "why", "by_construction", "source", "seeds")
 ROW_EXTRA = ("along", "range")  # row-spec keys that are not fit columns
 ID = re.compile(r"^[A-Za-z0-9_.\-]+$")
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")
-RULE_KEYS = ("kind", "documented", "statistic", "measure", "tolerance", "readings", "restates")
+RULE_KEYS = ("kind", "documented", "statistic", "measure", "tolerance", "readings", "restates",
+             "by_construction", "source", "seeds")
+NOTE_KEYS = ("title", "seeds", "source", "settings")
+# the ledger's code: the fingerprint covers it, so a verdict rule cannot change unrecorded
+RULE_CODE = ("ledger.py", "outcomes.py", "bands.py", "expressions.py")
+
+
+TOP_KEYS = ("changelog", "reasons", "shared", "notes", "identify", "claims")
 
 
 class ClaimsError(ConfigError):
@@ -144,8 +162,18 @@ def _check_measure(where: str, measure, fits: tuple) -> None:
     _check_rows(f"{where}.rows", measure["rows"])
     if "value" not in measure and len(measure["rows"]) != 1:
         raise ClaimsError(f"{where}: several rows need a `value` expression")
-    if "value" in measure and not isinstance(measure["value"], str):
-        raise ClaimsError(f"{where}.value={measure['value']!r} must be an expression string")
+    if "value" in measure:
+        _check_expression(f"{where}.value", measure["value"])
+
+
+def _check_expression(where: str, expression) -> None:
+    """An expression string the ledger's whitelist evaluator accepts (expressions.parse)."""
+    if not isinstance(expression, str):
+        raise ClaimsError(f"{where}={expression!r} must be an expression string")
+    try:
+        parse(expression, where)
+    except ExpressionError as err:
+        raise ClaimsError(str(err)) from None
 
 
 def _check_tolerance(where: str, kind: str, tol) -> None:
@@ -164,8 +192,12 @@ def _check_readings(where: str, readings, primary: dict) -> None:
         raise ClaimsError(f"{where}={readings!r} must be a non-empty list")
     for i, reading in enumerate(readings):
         at = f"{where}[{i}]"
-        _keys(at, reading, ("setting", "label", "rows", "statistic", "value", "documented"),
-              ("setting", "label"))
+        _keys(at, reading, ("setting", "label", "rows", "statistic", "value", "documented",
+                            "experiment"), ("setting", "label"))
+        if not isinstance(reading.get("experiment", False), bool):
+            raise ClaimsError(f"{at}.experiment={reading['experiment']!r} must be true or false")
+        if "value" in reading:
+            _check_expression(f"{at}.value", reading["value"])
         if not {"rows", "statistic", "value", "documented"} & set(reading):
             raise ClaimsError(f"{at}: a reading changes the rows, statistic, value or "
                               "documented value")
@@ -213,6 +245,7 @@ def check_entry(entry, fits: tuple = FITS, earlier: set | None = None) -> None:
         _keys(name, entry, ("id", "note", "claim", "kind", "documented", "measure", "tolerance"),
               ("documented", "measure", "tolerance"))
         _keys(f"{name}: measure", entry["measure"], ("value",), ("value",))
+        _check_expression(f"{name}: measure.value", entry["measure"]["value"])
         if not _number(entry["documented"]):
             raise ClaimsError(f"{name}: documented={entry['documented']!r} must be a number")
         _check_tolerance(f"{name}: tolerance", "quantitative", entry["tolerance"])
@@ -221,6 +254,15 @@ def check_entry(entry, fits: tuple = FITS, earlier: set | None = None) -> None:
         if key not in entry:
             raise ClaimsError(f"{name}: missing key {key!r}")
     _check_documented(f"{name}: documented", kind, entry["documented"])
+    if kind == "curve":
+        _check_expression(f"{name}: documented.formula", entry["documented"]["formula"])
+    if "by_construction" in entry and (not isinstance(entry["by_construction"], str)
+                                       or not entry["by_construction"].strip()):
+        raise ClaimsError(f"{name}: by_construction={entry['by_construction']!r} must say why")
+    if entry.get("source", "sample") not in SOURCES:
+        raise ClaimsError(f"{name}: source={entry['source']!r} is not one of {list(SOURCES)}")
+    if "seeds" in entry and (not isinstance(entry["seeds"], int) or entry["seeds"] < 1):
+        raise ClaimsError(f"{name}: seeds={entry['seeds']!r} must be a positive integer")
     if entry["statistic"] not in STATISTICS:
         raise ClaimsError(f"{name}: statistic={entry['statistic']!r} is not one of "
                           f"{list(STATISTICS)}")
@@ -232,11 +274,17 @@ def check_entry(entry, fits: tuple = FITS, earlier: set | None = None) -> None:
         raise ClaimsError(f"{name}: reference={entry['reference']!r} must be a number")
 
 
-def fingerprint(entries: list[dict]) -> str:
-    """sha256 (16 hex digits) of every entry's rules: its kind, documented value, statistic,
-    measurement, tolerance, readings and what it restates, by id."""
+def fingerprint(entries: list[dict], notes: dict | None = None,
+                identify: list | None = None) -> str:
+    """sha256 (16 hex digits) of every entry's rules (its kind, documented value, statistic,
+    measurement, tolerance, readings, source, what it restates), by id, of the notes' stated
+    settings and the identification of readings, and of the ledger's code (RULE_CODE)."""
     rules = {e["id"]: {k: e[k] for k in RULE_KEYS if k in e} for e in entries}
-    return hashlib.sha256(json.dumps(rules, sort_keys=True).encode()).hexdigest()[:16]
+    digest = hashlib.sha256(json.dumps([rules, notes or {}, identify or []],
+                                       sort_keys=True).encode())
+    for name in RULE_CODE:
+        digest.update((Path(__file__).parent / name).read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def _check_changelog(log) -> None:
@@ -252,9 +300,8 @@ def check_claims(data, fits: tuple = FITS) -> list[dict]:
     if not isinstance(data, dict) or not isinstance(data.get("claims"), list):
         raise ClaimsError("must be a mapping with a list under 'claims'")
     for key in data:
-        if key not in ("claims", "reasons", "shared", "changelog"):
-            raise ClaimsError(f"unknown top-level key {key!r} (allowed: changelog, reasons, "
-                              "shared, claims)")
+        if key not in TOP_KEYS:
+            raise ClaimsError(f"unknown top-level key {key!r} (allowed: {', '.join(TOP_KEYS)})")
     if "changelog" in data:
         _check_changelog(data["changelog"])
     seen: set[str] = set()
@@ -263,7 +310,42 @@ def check_claims(data, fits: tuple = FITS) -> list[dict]:
         if entry["id"] in seen:
             raise ClaimsError(f"id={entry['id']!r} is used twice")
         seen.add(entry["id"])
+    _check_notes(data.get("notes", {}))
+    _check_identify(data.get("identify", []), {e["id"]: e for e in data["claims"]})
     return data["claims"]
+
+
+def _check_notes(notes) -> None:
+    if not isinstance(notes, dict):
+        raise ClaimsError(f"notes={notes!r} must map a note to its stated settings")
+    for note, spec in notes.items():
+        if note not in NOTES:
+            raise ClaimsError(f"notes: {note!r} is not one of {list(NOTES)}")
+        _keys(f"notes.{note}", spec, NOTE_KEYS, ("title", "source"))
+        if spec["source"] not in SOURCES:
+            raise ClaimsError(f"notes.{note}.source={spec['source']!r} is not one of "
+                              f"{list(SOURCES)}")
+        if "seeds" in spec and (not isinstance(spec["seeds"], int) or spec["seeds"] < 1):
+            raise ClaimsError(f"notes.{note}.seeds={spec['seeds']!r} must be a positive integer")
+        if not isinstance(spec.get("settings", {}), dict):
+            raise ClaimsError(f"notes.{note}.settings must be a mapping of stated settings")
+
+
+def _check_identify(rules, entries: dict) -> None:
+    if not isinstance(rules, list):
+        raise ClaimsError(f"identify={rules!r} must be a list")
+    for i, rule in enumerate(rules):
+        at = f"identify[{i}]"
+        _keys(at, rule, ("note", "setting", "primary", "by", "why"),
+              ("note", "setting", "primary", "by", "why"))
+        if not isinstance(rule["by"], list) or not rule["by"]:
+            raise ClaimsError(f"{at}.by={rule['by']!r} must list entry ids")
+        for entry_id in rule["by"]:
+            entry = entries.get(entry_id)
+            if entry is None or "restates" in entry:
+                raise ClaimsError(f"{at}.by: {entry_id!r} is not an entry that measures")
+            if not any(r["setting"] == rule["setting"] for r in entry.get("readings", [])):
+                raise ClaimsError(f"{at}.by: {entry_id} has no reading of {rule['setting']!r}")
 
 
 def read_claims_file(path: str | Path) -> dict:
@@ -278,11 +360,13 @@ def read_claims_file(path: str | Path) -> dict:
         raise ClaimsError(f"claims={str(path)!r}: not YAML ({first})") from None
 
 
-def load_claims(path: str | Path, fits: tuple = FITS) -> list[dict]:
-    """The checked entries of a claims file; ClaimsError (one line, naming the file) if the
-    file is missing, not YAML, or has a bad entry."""
+def load_claims(path: str | Path, fits: tuple = FITS) -> dict:
+    """The checked claims file ({claims, notes, identify}); ClaimsError (one line, naming the
+    file) if the file is missing, not YAML, or has a bad entry."""
     data = read_claims_file(path)
     try:
-        return check_claims(data, fits)
+        entries = check_claims(data, fits)
     except ClaimsError as err:
         raise ClaimsError(f"claims file {path}: {err}") from None
+    return {"claims": entries, "notes": data.get("notes", {}),
+            "identify": data.get("identify", [])}

@@ -105,3 +105,19 @@ def study_jobs(config: dict) -> list[Job]:
                     cells.append(Cell(job_id({k: axis_values[k] for k in axes}), settings))
                 jobs.append(Job(study, arm, job_id(fixed), tuple(cells)))
     return jobs
+
+
+def arm_settings(jobs: list[Job]) -> dict[str, dict[str, dict]]:
+    """{study: {arm: the settings every cell of the arm shares}} (an axis the arm varies is
+    left out): what the claims ledger compares with each note's stated settings."""
+    shared: dict[str, dict[str, dict]] = {}
+    for job in jobs:
+        for cell in job.cells:
+            columns = cell.settings.as_columns()
+            arm = shared.setdefault(job.study, {}).setdefault(job.arm, None)
+            if arm is None:
+                shared[job.study][job.arm] = dict(columns)
+            else:
+                for key in [k for k, v in arm.items() if columns.get(k) != v]:
+                    del arm[key]
+    return shared
