@@ -73,8 +73,12 @@ def test_stream_decomposition_is_exact(placement):
         if placement == "pre":
             assert torch.equal(h, x + a)
             assert torch.equal(trace.stream[layer + 1], h + m)
-        else:
-            assert not torch.equal(trace.stream[layer + 1], h + m)
+        else:  # the stream is the second LN (gain 1, bias 0 at init, nn.LayerNorm's eps) of
+            z = h + m if placement == "post" else m  # h + m (Post-LN), of m (no residual)
+            expected = torch.nn.functional.layer_norm(z, (s.d_model,), eps=1e-5)
+            torch.testing.assert_close(trace.stream[layer + 1], expected, rtol=1e-12,
+                                       atol=1e-12)
+            assert not torch.allclose(trace.stream[layer + 1], h + m)
 
 
 def test_seed_batch_equals_single_seed_runs():
