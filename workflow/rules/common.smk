@@ -19,7 +19,7 @@ os.environ.update(
 from depthlab.claims.schema import load_claims
 from depthlab.pipeline import cost
 from depthlab.pipeline.codehash import BASE, MEASURE_CODE, code_hash, study_code_hash
-from depthlab.pipeline.reuse import reuse
+from depthlab.pipeline.reuse import owner_shards, reuse
 from depthlab.pipeline.settings import ConfigError
 from depthlab.pipeline.validate import check_config
 from depthlab.studies import TARGETS
@@ -86,9 +86,10 @@ def job_cells(wildcards):
 
 @signature_cached
 def job_owners(wildcards):
-    """The shards a measure job copies cells from (their owners measure them)."""
+    """The shards a measure job copies cells from (their owners measure them), in the order
+    of depthlab.pipeline.reuse.owner_shards."""
     key = (wildcards.study, wildcards.arm, wildcards.job)
-    return sorted({source.shard for source in REUSED.get(key, {}).values()})
+    return owner_shards(REUSED.get(key, {}).values())
 
 
 @signature_cached
