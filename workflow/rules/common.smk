@@ -22,13 +22,13 @@ from depthlab.pipeline.codehash import BASE, MEASURE_CODE, code_hash, study_code
 from depthlab.pipeline.reuse import owner_shards, reuse
 from depthlab.pipeline.settings import ConfigError
 from depthlab.pipeline.validate import check_config
-from depthlab.studies import TARGETS
+from depthlab.studies import STUDIES, TARGETS
 
 SCHEMA = f"{DEPTHLAB}/workflow/schemas/config.schema.yaml"
 # the default claims file (this workflow's own), checked too (validate() fills defaults later)
 config.setdefault("claims", os.path.relpath(f"{DEPTHLAB}/config/claims.yaml"))
 try:
-    JOBS = {(j.study, j.arm, j.job): j for j in check_config(config, SCHEMA)}
+    JOBS = {(j.study, j.arm, j.job): j for j in check_config(config, SCHEMA, STUDIES)}
     CLAIMS = load_claims(config["claims"])
 except ConfigError as err:
     sys.exit(f"config error: {err}")  # one line, no traceback, before any job runs
