@@ -1,11 +1,12 @@
 """What a fresh machine installs: pinned versions that agree between pip and conda, a Python
-found by the Makefile, and no path outside the repository in what the tests and the default
-run read."""
+found by the Makefile, one version in every release file, and no path outside the repository
+in any project file."""
 
 from __future__ import annotations
 
 import re
 import subprocess
+import tomllib
 
 import yaml
 from conftest import ROOT
@@ -48,3 +49,25 @@ def test_makefile_finds_a_python_of_3_11_or_newer():
     version = subprocess.run([out, "-c", "import sys; print(sys.version_info[:2] >= (3, 11))"],
                              capture_output=True, text=True, check=True).stdout.strip()
     assert version == "True", out
+
+
+def test_release_files_give_one_version():
+    """pyproject.toml, CITATION.cff and the newest entry of CHANGELOG.md name the same version;
+    CITATION.cff's release date is that entry's."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    citation = yaml.safe_load((ROOT / "CITATION.cff").read_text())
+    newest = re.search(r"^## \[(\d+\.\d+\.\d+)\] - (\d{4}-\d\d-\d\d)$",
+                       (ROOT / "CHANGELOG.md").read_text(), re.M)
+    assert newest, "CHANGELOG.md: no '## [x.y.z] - date' entry"
+    assert project == str(citation["version"]) == newest[1]
+    assert str(citation["date-released"]) == newest[2]
+
+
+def test_catalog_file_has_the_catalogs_current_keys():
+    """.snakemake-workflow-catalog.yml: the keys of the catalog's current template (apptainer,
+    not the old singularity; report under software-stack-deployment), each set to a bool."""
+    usage = yaml.safe_load((ROOT / ".snakemake-workflow-catalog.yml").read_text())["usage"]
+    assert set(usage["mandatory-flags"]) == {"desc", "flags"}
+    stack = usage["software-stack-deployment"]
+    assert set(stack) == {"conda", "apptainer", "apptainer+conda", "report"}
+    assert all(isinstance(v, bool) for v in stack.values())
