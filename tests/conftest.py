@@ -69,11 +69,16 @@ def edited(base: dict, edits: dict) -> dict:
     return out
 
 
+CONSOLE = "console.txt"  # in tiny_run's folder
+
+
 @pytest.fixture(scope="session")
 def tiny_run(tmp_path_factory) -> Path:
-    """The tiny study run end to end once; returns its working directory."""
+    """The tiny study run end to end once; returns its working directory, where CONSOLE holds
+    what the run printed (stdout, then stderr)."""
     workdir = copy_workflow(tmp_path_factory.mktemp("tiny"))
-    run_snakemake(workdir, "--cores", "2", "--configfile", "config/tiny.yaml")
+    done = run_snakemake(workdir, "--cores", "2", "--configfile", "config/tiny.yaml")
+    (workdir / CONSOLE).write_text(done.stdout + done.stderr)
     return workdir
 
 

@@ -13,18 +13,19 @@ from conftest import DELETE, ROOT, copy_workflow, edited, run_snakemake
 from depthlab.claims.schema import load_claims
 from depthlab.pipeline.settings import ConfigError
 from depthlab.pipeline.validate import check_config
+from depthlab.studies import STUDIES
 
 SCHEMA = ROOT / "workflow/schemas/config.schema.yaml"
 MISSING_FIT = str(ROOT / "tests/data/claims_missing_fit.yaml")  # an entry with fit: nosuchstudy
 
 GOOD = {
     "threads": 1,
-    "studies": {"rel": {
+    "studies": {"stack96": {
         "settings": {"d_model": 16, "heads": 4, "tokens": 4, "seeds": 2},
         "arms": {"a": {"axes": {"placement": ["pre"], "depth": [2, 3]}, "pack": ["depth"]}},
     }},
 }
-STUDY = ("studies", "rel")
+STUDY = ("studies", "stack96")
 SETTINGS = (*STUDY, "settings")
 ARM = (*STUDY, "arms", "a")
 AXES = (*ARM, "axes")
@@ -36,23 +37,23 @@ CASES = [
     ("misspelt_top_key", {("studies",): DELETE, ("studys",): GOOD["studies"]},
      ["unknown key 'studys'", "did you mean 'studies'"]),
     ("misspelt_setting", {(*SETTINGS, "depht"): 3},
-     ["studies.rel.settings", "'depht'", "did you mean 'depth'"]),
-    ("misspelt_axis", {(*AXES, "depht"): [2]}, ["studies.rel.arms.a.axes", "'depht'"]),
+     ["studies.stack96.settings", "'depht'", "did you mean 'depth'"]),
+    ("misspelt_axis", {(*AXES, "depht"): [2]}, ["studies.stack96.arms.a.axes", "'depht'"]),
     ("misspelt_arm_key", {(*ARM, "axes"): DELETE, (*ARM, "axis"): {"depth": [2]}},
-     ["studies.rel.arms.a", "unknown key 'axis'", "did you mean 'axes'"]),
+     ["studies.stack96.arms.a", "unknown key 'axis'", "did you mean 'axes'"]),
     ("threads_wrong_type", {("threads",): "two"}, ["threads='two'", "integer"]),
     ("depth_wrong_type", {(*SETTINGS, "depth"): "3"}, ["settings.depth='3'", "integer"]),
     ("causal_wrong_type", {(*SETTINGS, "causal"): "yes"}, ["causal='yes'", "true or false"]),
     ("tokens_not_integer", {(*SETTINGS, "tokens"): 2.5}, ["tokens=2.5", "integer"]),
     ("depth_zero", {(*SETTINGS, "depth"): 0}, ["settings.depth=0"]),
-    ("depth_negative_in_grid", {(*AXES, "depth"): [2, -1]}, ["studies.rel.arms.a", "depth=-1"]),
+    ("depth_negative_in_grid", {(*AXES, "depth"): [2, -1]}, ["studies.stack96.arms.a", "depth=-1"]),
     ("depth_bool_in_grid", {(*AXES, "depth"): [True]}, ["depth=True"]),
     ("seeds_zero", {(*SETTINGS, "seeds"): 0}, ["settings.seeds=0"]),
     ("seeds_zero_in_grid", {(*AXES, "seeds"): [0]}, ["seeds=0"]),
     ("unknown_placement", {(*SETTINGS, "placement"): "middle"},
      ["placement='middle'", "'post', 'pre', 'none'"]),
     ("unknown_placement_in_grid", {(*AXES, "placement"): ["pre", "middle"]},
-     ["studies.rel.arms.a", "placement='middle'"]),
+     ["studies.stack96.arms.a", "placement='middle'"]),
     ("heads_not_dividing_d_model", {(*SETTINGS, "heads"): 3}, ["heads=3", "d_model=16"]),
     ("unknown_dtype", {(*SETTINGS, "dtype"): "float16"}, ["dtype='float16'", "float64"]),
     ("unknown_dtype_in_grid", {(*AXES, "dtype"): ["float64", "bfloat16"]}, ["dtype='bfloat16'"]),
@@ -60,40 +61,46 @@ CASES = [
     pytest.param("cuda_without_gpu", {("device",): "cuda"}, ["device='cuda'", "no CUDA device"],
                  marks=NO_GPU),
     pytest.param("cuda_in_grid_without_gpu", {(*AXES, "device"): ["cuda"]},
-                 ["studies.rel.arms.a", "device='cuda'", "no CUDA device"], marks=NO_GPU),
+                 ["studies.stack96.arms.a", "device='cuda'", "no CUDA device"], marks=NO_GPU),
     ("out_scale_zero", {(*SETTINGS, "out_scale"): 0}, ["out_scale=0", "> 0"]),
     ("out_scale_negative_in_grid", {(*AXES, "out_scale"): [1, -3]}, ["out_scale=-3"]),
     ("out_scale_string_in_grid", {(*AXES, "out_scale"): [1, "3"]}, ["out_scale='3'"]),
     ("out_scale_infinite", {(*SETTINGS, "out_scale"): math.inf}, ["out_scale=inf"]),
-    ("empty_grid_axis", {(*AXES, "depth"): []}, ["studies.rel.arms.a.axes.depth=[]", "empty"]),
-    ("empty_axes", {AXES: {}}, ["studies.rel.arms.a.axes={}", "empty"]),
-    ("no_arms", {(*STUDY, "arms"): {}}, ["studies.rel.arms={}", "empty"]),
+    ("empty_grid_axis", {(*AXES, "depth"): []}, ["studies.stack96.arms.a.axes.depth=[]", "empty"]),
+    ("empty_axes", {AXES: {}}, ["studies.stack96.arms.a.axes={}", "empty"]),
+    ("no_arms", {(*STUDY, "arms"): {}}, ["studies.stack96.arms={}", "empty"]),
     ("no_studies", {("studies",): {}}, ["studies={}", "empty"]),
     ("duplicate_grid_values", {(*AXES, "depth"): [2, 3, 2]}, ["axes.depth=[2, 3, 2]", "[2]"]),
     ("duplicate_grid_values_int_float", {(*AXES, "out_scale"): [1, 1.0]},
      ["axes.out_scale=[1, 1.0]"]),
     ("pack_names_missing_axis", {(*ARM, "pack"): ["tokens"]},
-     ["studies.rel.arms.a.pack", "'tokens'"]),
+     ["studies.stack96.arms.a.pack", "'tokens'"]),
     ("pack_names_unknown_setting", {(*ARM, "pack"): ["depht"]},
      ["pack[0]='depht'", "did you mean 'depth'"]),
     ("pack_not_a_list", {(*ARM, "pack"): "depth"}, ["pack='depth'", "a list"]),
-    ("missing_axes", {AXES: DELETE}, ["studies.rel.arms.a", "missing key 'axes'"]),
-    ("settings_empty", {SETTINGS: None}, ["studies.rel.settings=None", "a mapping"]),
-    ("study_name_with_dash", {STUDY: DELETE, ("studies", "my-study"): GOOD["studies"]["rel"]},
+    ("missing_axes", {AXES: DELETE}, ["studies.stack96.arms.a", "missing key 'axes'"]),
+    ("settings_empty", {SETTINGS: None}, ["studies.stack96.settings=None", "a mapping"]),
+    ("study_name_with_dash", {STUDY: DELETE, ("studies", "my-study"): GOOD["studies"]["stack96"]},
      ["'my-study'", "must match"]),
     ("study_name_with_underscore_beside_a_good_one",
-     {("studies", "my_study"): GOOD["studies"]["rel"]}, ["name 'my_study' must match"]),
+     {("studies", "my_study"): GOOD["studies"]["stack96"]}, ["name 'my_study' must match"]),
     ("analysis_tolerance_nan", {(*STUDY, "analysis"): {"omega_tolerance": math.nan}},
-     ["studies.rel.analysis.omega_tolerance=nan", "finite"]),
+     ["studies.stack96.analysis.omega_tolerance=nan", "finite"]),
     ("analysis_preserved_within_nan", {(*STUDY, "analysis"): {"preserved_within": math.nan}},
-     ["studies.rel.analysis.preserved_within=nan", "finite"]),
+     ["studies.stack96.analysis.preserved_within=nan", "finite"]),
     ("setting_nan_in_grid", {(*AXES, "out_scale"): [1, math.nan]},
-     ["studies.rel.arms.a.axes.out_scale[1]=nan", "finite"]),
+     ["studies.stack96.arms.a.axes.out_scale[1]=nan", "finite"]),
     ("tokens_one_in_grid", {(*AXES, "tokens"): [1]}, ["tokens=1", "at least 2"]),
     ("analysis_out_of_range", {(*STUDY, "analysis"): {"single_depth": 0}},
      ["analysis.single_depth=0"]),
     ("claims_entry_with_missing_fit", {("claims",): MISSING_FIT},
      ["claims_missing_fit.yaml", "example.missing_fit", "measure.fit='nosuchstudy'"]),
+    ("study_without_a_package", {STUDY: DELETE, ("studies", "mystudy"): GOOD["studies"]["stack96"]},
+     ["studies.mystudy", "no study package", "known studies: stack96, theory096"]),
+    ("setting_at_the_top_level", {("seeds",): 3},
+     ["unknown key 'seeds'", "a run setting", "studies.<study>.settings"]),
+    ("setting_beside_the_arms", {(*STUDY, "depth"): 3},
+     ["studies.stack96: unknown key 'depth'", "studies.<study>.settings"]),
     ("claims_file_missing", {("claims",): "no/such/claims.yaml"},
      ["claims='no/such/claims.yaml'", "no such file"]),
 ]
@@ -115,7 +122,7 @@ def test_bad_config_is_rejected_naming_key_and_value(case, edits, fragments):
     any other exception would reach the user as a traceback."""
     config = bad_config(edits)
     with pytest.raises(ConfigError) as err:
-        check_config(config, SCHEMA)
+        check_config(config, SCHEMA, STUDIES)
         load_claims(config.get("claims", ROOT / "config/claims.yaml"))
     message = str(err.value)
     assert "\n" not in message
@@ -124,12 +131,12 @@ def test_bad_config_is_rejected_naming_key_and_value(case, edits, fragments):
 
 
 def test_the_good_config_passes():
-    assert len(check_config(bad_config({}), SCHEMA)) == 1
+    assert len(check_config(bad_config({}), SCHEMA, STUDIES)) == 1
 
 
 # the same through the command line, for one case of each kind of check (each costs a parse)
 CLI_CASES = ("misspelt_setting", "heads_not_dividing_d_model", "pack_names_missing_axis",
-             "cuda_without_gpu", "claims_entry_with_missing_fit")
+             "cuda_without_gpu", "claims_entry_with_missing_fit", "study_without_a_package")
 
 
 @pytest.fixture(scope="module")

@@ -1,8 +1,11 @@
 """depthlab used as a Snakemake module of another workflow (README.md, "Use depthlab in your own
-workflow"): a host that includes it with `use rule * from depthlab as depthlab_*` runs the tiny
-study from its own folder, with its own config, and gets the numbers of a plain run."""
+workflow"): a host with its own config keys, its own default target and `prefix: "depthlab"`,
+which passes depthlab its config under a key of its own, runs the tiny study from its own folder
+and gets the numbers of a plain run."""
 
 from __future__ import annotations
+
+import re
 
 import pandas as pd
 import pytest
@@ -15,11 +18,25 @@ HOST = """\
 configfile: "host_config.yaml"
 
 
+rule all:
+    input:
+        "samples.txt",
+
+
+rule samples:
+    output:
+        "samples.txt",
+    shell:
+        "echo {{config[my_samples]}} > {{output}}"
+
+
 module depthlab:
     snakefile:
         "{snakefile}"
     config:
-        config
+        config["depthlab"]
+    prefix:
+        "depthlab"
 
 
 use rule * from depthlab as depthlab_*
@@ -33,16 +50,23 @@ def test_tiny_study_through_a_host_workflow(tmp_path, tiny_run):
     host.mkdir()
     (host / "Snakefile").write_text(HOST.format(snakefile=module / "workflow" / "Snakefile"))
     config = yaml.safe_load((ROOT / "config/tiny.yaml").read_text())
-    (host / "host_config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    host_config = {"my_samples": ["a", "b"], "depthlab": config}
+    (host / "host_config.yaml").write_text(yaml.safe_dump(host_config, sort_keys=False))
     listed = run_snakemake(host, "--list-target-rules").stdout
     assert "depthlab_fig_grad_ratio_by_depth" in listed and "first/last gradient" in listed
+    assert "depthlab_all" in listed
+    # the docs_* rules would rewrite the module's own README.md and docs/: not in a host
+    assert not re.search(r"^\S*docs_", listed, re.M), listed
+    # plain `snakemake` builds the host's own default target, not depthlab's
+    planned = run_snakemake(host, "-n").stdout
+    assert re.search(r"^all\s+1$", planned, re.M) and "depthlab_" not in planned, planned
     run_snakemake(host, "--cores", "2", "depthlab_all")
-    # the host's folder holds the results; the module's own folder is left alone
-    assert not (module / "results").exists()
+    # the host's folder holds the results, under the prefix; the module's own folder is left alone
+    assert not (module / "results").exists() and not (host / "results").exists()
     for study in config["studies"]:
         table = f"results/tables/{study}.parquet"
-        pd.testing.assert_frame_equal(pd.read_parquet(host / table),
+        pd.testing.assert_frame_equal(pd.read_parquet(host / "depthlab" / table),
                                       pd.read_parquet(tiny_run / table), check_exact=True)
     ledger = "results/claims.parquet"
-    pd.testing.assert_frame_equal(pd.read_parquet(host / ledger),
+    pd.testing.assert_frame_equal(pd.read_parquet(host / "depthlab" / ledger),
                                   pd.read_parquet(tiny_run / ledger), check_exact=True)

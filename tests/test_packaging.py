@@ -1,12 +1,12 @@
 """What a fresh machine installs: pinned versions that agree between pip and conda, a Python
-found by the Makefile, and no path outside the repository in what the tests and the default
-run read."""
+found by the Makefile, one version in every release file, and no path outside the repository
+in any project file."""
 
 from __future__ import annotations
 
-import ast
 import re
 import subprocess
+import tomllib
 
 import yaml
 from conftest import ROOT
@@ -33,43 +33,14 @@ def test_conda_env_pins_the_runtime_packages_of_the_requirements():
     assert {"torch", "numpy", "pandas", "pyarrow", "scipy", "matplotlib"} <= set(conda)
 
 
-def strings(node):
-    """Every string value of a parsed YAML document."""
-    if isinstance(node, dict):
-        for value in node.values():
-            yield from strings(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from strings(value)
-    elif isinstance(node, str):
-        yield node
-
-
-def code_strings(source: str) -> list[str]:
-    """The string literals of a Python file that are not docstrings."""
-    tree = ast.parse(source)
-    docs = {id(n.body[0].value) for n in ast.walk(tree)
-            if isinstance(n, ast.Module | ast.FunctionDef | ast.ClassDef) and n.body
-            and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
-    return [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)
-            and isinstance(n.value, str) and id(n) not in docs]
-
-
 def test_nothing_points_outside_the_repository():
-    """No code, rule or config value the tests or the workflow run refers to ../shared (the
-    notes may be named in comments and docs: they are the specification, not an input)."""
+    """No project file refers to ../shared, not even in a comment or a doc: the notes are
+    named by their titles (config/README.md), not by a path outside the repository."""
     tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True,
                              check=True).stdout.split()
-    for name in tracked:
-        text = (ROOT / name).read_text(errors="replace")
-        if name.endswith((".yaml", ".yml")):
-            assert not [s for s in strings(yaml.safe_load(text)) if "../shared" in s], name
-        elif name.endswith(".py") and name != "tests/test_packaging.py":
-            assert not [s for s in code_strings(text) if "../shared" in s], name
-        elif name.endswith((".smk", ".toml", ".sh")) or name in ("Makefile", "Snakefile",
-                                                                  ".ci/run"):
-            code = "\n".join(line.split("#")[0] for line in text.splitlines())
-            assert "../shared" not in code, name
+    outside = [name for name in tracked if name != "tests/test_packaging.py"
+               and "../shared" in (ROOT / name).read_text(errors="replace")]
+    assert not outside, outside
 
 
 def test_makefile_finds_a_python_of_3_11_or_newer():
@@ -78,3 +49,25 @@ def test_makefile_finds_a_python_of_3_11_or_newer():
     version = subprocess.run([out, "-c", "import sys; print(sys.version_info[:2] >= (3, 11))"],
                              capture_output=True, text=True, check=True).stdout.strip()
     assert version == "True", out
+
+
+def test_release_files_give_one_version():
+    """pyproject.toml, CITATION.cff and the newest entry of CHANGELOG.md name the same version;
+    CITATION.cff's release date is that entry's."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    citation = yaml.safe_load((ROOT / "CITATION.cff").read_text())
+    newest = re.search(r"^## \[(\d+\.\d+\.\d+)\] - (\d{4}-\d\d-\d\d)$",
+                       (ROOT / "CHANGELOG.md").read_text(), re.M)
+    assert newest, "CHANGELOG.md: no '## [x.y.z] - date' entry"
+    assert project == str(citation["version"]) == newest[1]
+    assert str(citation["date-released"]) == newest[2]
+
+
+def test_catalog_file_has_the_catalogs_current_keys():
+    """.snakemake-workflow-catalog.yml: the keys of the catalog's current template (apptainer,
+    not the old singularity; report under software-stack-deployment), each set to a bool."""
+    usage = yaml.safe_load((ROOT / ".snakemake-workflow-catalog.yml").read_text())["usage"]
+    assert set(usage["mandatory-flags"]) == {"desc", "flags"}
+    stack = usage["software-stack-deployment"]
+    assert set(stack) == {"conda", "apptainer", "apptainer+conda", "report"}
+    assert all(isinstance(v, bool) for v in stack.values())

@@ -1,7 +1,8 @@
 """Reliability (issue 7): determinism, interruption, stale results, numerical faults, provenance.
 
 Workflow tests run Snakemake in a temporary copy of the repository on small configs they write
-(study `rel`, which has no targets: `rule all` builds its shards, its table and provenance.json).
+(study `stack96` with one arm `a`, which no target reads: `rule all` builds its shards, its
+table and provenance.json).
 """
 
 from __future__ import annotations
@@ -35,10 +36,11 @@ pytestmark = pytest.mark.workflow
 
 
 def small_config(depths=(2, 3), placements=("pre", "post"), **settings) -> dict:
-    """One study `rel`, one arm: one job per placement, depths packed."""
+    """Study stack96 with one arm `a` (no target reads it): one job per placement, depths
+    packed."""
     base = {"d_model": 16, "heads": 4, "tokens": 8, "seeds": 2, **settings}
     arm = {"axes": {"placement": list(placements), "depth": list(depths)}, "pack": ["depth"]}
-    return {"threads": 1, "studies": {"rel": {"settings": base, "arms": {"a": arm}}}}
+    return {"threads": 1, "studies": {"stack96": {"settings": base, "arms": {"a": arm}}}}
 
 
 def write_config(workdir: Path, config: dict, name: str = "test.yaml") -> str:
@@ -127,7 +129,7 @@ def test_kill_9_then_resume_equals_an_uninterrupted_run(tmp_path):
                           seed_batch=1)
     work = copy_workflow(tmp_path)
     name = write_config(work, config)
-    logs = work / "logs/measure/rel/a"
+    logs = work / "logs/measure/stack96/a"
     with open(work / "killed.out", "w") as out:
         proc = subprocess.Popen(
             [SNAKEMAKE, "--cores", "1", "--configfile", name], cwd=work, stdout=out,
@@ -139,7 +141,7 @@ def test_kill_9_then_resume_equals_an_uninterrupted_run(tmp_path):
         wait_for(lambda: any("done" in p.read_text() for p in logs.glob("*.log")), 300,
                  "a measure job to start")
         running = [p.stem for p in logs.glob("*.log") if "done" in p.read_text()]
-        assert not (work / f"results/runs/rel/a/{running[0]}.parquet").exists()
+        assert not (work / f"results/runs/stack96/a/{running[0]}.parquet").exists()
     finally:
         os.killpg(proc.pid, signal.SIGKILL)  # Snakemake and its job: one process group
         proc.wait()
@@ -158,7 +160,7 @@ def test_kill_9_then_resume_equals_an_uninterrupted_run(tmp_path):
     config = yaml.safe_load((work / name).read_text())
     expected = pd.concat([threads_one(measure_job, j) for j in study_jobs(config)],
                          ignore_index=True)
-    table = pd.read_parquet(work / "results/tables/rel.parquet")
+    table = pd.read_parquet(work / "results/tables/stack96.parquet")
     pd.testing.assert_frame_equal(table, expected, check_exact=True, check_dtype=False)
     assert not list((work / "results").rglob("*.tmp"))
 
@@ -228,13 +230,13 @@ def test_probe_edit_reruns_measurements_figure_edit_does_not(tmp_path):
                                  if isinstance(n, ast.FunctionDef)))
     assert "measure" not in planned_jobs(run_snakemake(work, *dry).stdout)
 
-    before = io.read_meta(work / "results/runs/rel/a/placement-pre.parquet")
+    before = io.read_meta(work / "results/runs/stack96/a/placement-pre.parquet")
     probes = work / "src/depthlab/core/probes.py"
     edit_function(probes, first_probe(probes))
     assert planned_jobs(run_snakemake(work, *dry).stdout).get("measure") == 1
 
     # the job imports the copy's edited package (the one hashed), not the editable install
-    shard = "results/runs/rel/a/placement-pre.parquet"
+    shard = "results/runs/stack96/a/placement-pre.parquet"
     run_snakemake(work, shard, "--cores", "1", "--configfile", name)
     after = io.read_meta(work / shard)
     assert after["measure_code_hash"] != before["measure_code_hash"]
@@ -273,7 +275,7 @@ def test_code_hashes_cover_every_module_a_measurement_or_training_imports():
 
 def test_non_finite_value_names_study_cell_and_seed():
     job = study_jobs(small_config(depths=(3,), dtype="float32", out_scale=1e30))[0]
-    with pytest.raises(NonFiniteError, match=r"^rel/a/placement-pre_depth-3: non-finite \w+ "
+    with pytest.raises(NonFiniteError, match=r"^stack96/a/placement-pre_depth-3: non-finite \w+ "
                                               r"at layer \d+ for seed \d+$"):
         threads_one(measure_job, job)
 
@@ -285,9 +287,9 @@ def test_non_finite_job_fails_without_output(tmp_path):
     run = run_snakemake(work, "--cores", "1", "--configfile", name, check=False)
     assert run.returncode != 0
     # in the job's log, which Snakemake prints (profiles/default: show-failed-logs)
-    message = r"NonFiniteError: rel/a/placement-pre_depth-3: non-finite \w+ at layer \d+ for " \
+    message = r"NonFiniteError: stack96/a/placement-pre_depth-3: non-finite \w+ at layer \d+ for " \
         r"seed \d+"
-    assert re.search(message, (work / "logs/measure/rel/a/placement-pre.log").read_text())
+    assert re.search(message, (work / "logs/measure/stack96/a/placement-pre.log").read_text())
     assert re.search(message, run.stdout + run.stderr)
     assert not list((work / "results/runs").rglob("*.parquet"))
     assert not list((work / "results/runs").rglob("*.tmp"))

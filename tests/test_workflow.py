@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
+
 import pandas as pd
 import pytest
-from conftest import tiny_targets
+from conftest import CONSOLE, tiny_targets
 
 from depthlab.core.io import read_meta
 
@@ -48,3 +52,22 @@ def test_stream_growth_table_matches_fits(tiny_run):
     assert ratio.to_numpy() == pytest.approx(growth["factor"].to_numpy(), rel=0.1)
     # Pre-LN stream only grows
     assert (growth["factor"] > 1).all()
+
+
+def test_console_shows_progress_and_no_library_warning(tiny_run):
+    """The run's console: Snakemake's progress and one line per finished cell; a library's
+    warning goes to the job's log (depthlab.core.logs.to_file), not here."""
+    console = (tiny_run / CONSOLE).read_text()
+    assert re.search(r"^stack96/grad/\S+: .* done, ", console, re.M)
+    warned = re.findall(r"^.*\b\w*Warning\b.*$", console, re.M)
+    assert not warned, warned[:3]
+
+
+def test_a_jobs_warnings_go_to_its_log(tmp_path):
+    log = tmp_path / "job.log"
+    code = ("import warnings\nfrom depthlab.core.logs import to_file\n"
+            f"to_file({str(log)!r})\nwarnings.warn('lexsort depth', UserWarning)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert "lexsort" not in done.stderr
+    assert "UserWarning: lexsort depth" in log.read_text()

@@ -4,7 +4,7 @@
 rule claims:
     """every claim of the four notes and the fixes' papers, measured, with a verdict (results/claims.md)"""
     input:
-        claims=config["claims"],
+        claims=local(config["claims"]),  # relative to the working directory, not prefixed
         fits=[path for study in CLAIM_FITS for path in study_fits(study)],
     output:
         parquet="results/claims.parquet",

@@ -20,16 +20,16 @@ from depthlab.claims.schema import load_claims
 from depthlab.pipeline import cost
 from depthlab.pipeline.codehash import BASE, MEASURE_CODE, code_hash, study_code_hash
 from depthlab.pipeline.grid import arm_settings
-from depthlab.pipeline.reuse import reuse
+from depthlab.pipeline.reuse import owner_shards, reuse
 from depthlab.pipeline.settings import ConfigError
 from depthlab.pipeline.validate import check_config
-from depthlab.studies import TARGETS
+from depthlab.studies import STUDIES, TARGETS
 
 SCHEMA = f"{DEPTHLAB}/workflow/schemas/config.schema.yaml"
 # the default claims file (this workflow's own), checked too (validate() fills defaults later)
 config.setdefault("claims", os.path.relpath(f"{DEPTHLAB}/config/claims.yaml"))
 try:
-    JOBS = {(j.study, j.arm, j.job): j for j in check_config(config, SCHEMA)}
+    JOBS = {(j.study, j.arm, j.job): j for j in check_config(config, SCHEMA, STUDIES)}
     CLAIMS = load_claims(config["claims"])["claims"]
 except ConfigError as err:
     sys.exit(f"config error: {err}")  # one line, no traceback, before any job runs
@@ -94,9 +94,10 @@ def job_cells(wildcards):
 
 @signature_cached
 def job_owners(wildcards):
-    """The shards a measure job copies cells from (their owners measure them)."""
+    """The shards a measure job copies cells from (their owners measure them), in the order
+    of depthlab.pipeline.reuse.owner_shards."""
     key = (wildcards.study, wildcards.arm, wildcards.job)
-    return sorted({source.shard for source in REUSED.get(key, {}).values()})
+    return owner_shards(REUSED.get(key, {}).values())
 
 
 @signature_cached

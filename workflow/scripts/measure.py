@@ -12,7 +12,7 @@ from depthlab.core.logs import Progress, to_file
 from depthlab.core.records import copied_rows, job_rows
 from depthlab.pipeline import cost
 from depthlab.pipeline.grid import Job
-from depthlab.pipeline.reuse import Source
+from depthlab.pipeline.reuse import Source, owner_shards
 
 to_file(snakemake.log[0])
 w = snakemake.wildcards
@@ -31,9 +31,14 @@ if measures:
 # a calibrated arm (workflow/rules/calibrate.smk) reruns its cells with per-layer branch scales
 calibration = snakemake.input.get("calibration")
 scales = branch_scales(pd.read_parquet(calibration)) if calibration else None
-shards = {path: pd.read_parquet(path) for path in snakemake.input.get("owners", [])}
-copies = {c.label: copied_rows(shards[Source(*reused[c.label]).shard], reused[c.label][3], c)
-          for c in job.cells if c.label in reused}
+# the owners' shards by source key (results/runs/...), paired with the inputs by position: a
+# host workflow's module prefix changes the input paths (README.md, "Use depthlab in your own
+# workflow")
+sources = {label: Source(*source) for label, source in reused.items()}
+paths = snakemake.input.get("owners", [])
+shards = dict(zip(owner_shards(sources.values()), map(pd.read_parquet, paths), strict=True))
+copies = {c.label: copied_rows(shards[sources[c.label].shard], sources[c.label].label, c)
+          for c in job.cells if c.label in sources}
 started = time.perf_counter()
 # one progress line per cell on the console, the time left estimated by the cells' FLOPs
 weights = [0.0 if c.label in copies else cost.cell_flops(c.settings) for c in job.cells]

@@ -1,8 +1,8 @@
 """theory096's formula for the change of the normalised Pre-LN state, shared by the studies that
 compare a measured change against it (theory096, training).
 
-The note (../shared/seeds/002_...): with independent block outputs of variance sigma^2, the
-state before block k has variance (k-1) sigma^2 and D_k = LN(x_{k+1}) - LN(x_k) ~ N(0, omega_k^2 I),
+The note (“THEORY-096: …”): with independent block outputs of variance sigma^2, the state
+before block k has variance (k-1) sigma^2 and D_k = LN(x_{k+1}) - LN(x_k) ~ N(0, omega_k^2 I),
 omega_k^2 = 2 / (sqrt(k) (sqrt(k-1) + sqrt(k))), so E|D_k| = omega_k sqrt(2/pi) = O(1/sqrt k).
 """
 

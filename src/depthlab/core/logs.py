@@ -11,13 +11,15 @@ PROGRESS = logging.getLogger("depthlab.progress")
 
 
 def to_file(path: str) -> None:
-    """Send this process's logging (INFO and up) to `path`, the progress lines also to stderr,
-    and the error that ends the process to the log too (Snakemake prints a failed job's log;
-    stderr may be lost, e.g. on a cluster)."""
+    """Send this process's logging (INFO and up) and Python warnings to `path`, the progress
+    lines also to stderr, and the error that ends the process to the log too (Snakemake prints
+    a failed job's log; stderr may be lost, e.g. on a cluster). The console then shows
+    Snakemake's progress and one line per finished cell, no library warning."""
     logging.basicConfig(
         filename=path, level=logging.INFO, force=True,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    logging.captureWarnings(True)  # warnings.warn -> logger 'py.warnings' -> the file
     console = logging.StreamHandler(sys.stderr)
     console.setFormatter(logging.Formatter("%(message)s"))
     PROGRESS.handlers = [console]

@@ -82,3 +82,10 @@ def reuse(jobs: list[Job], excluded: set[tuple[str, str]]) -> dict[tuple, dict[s
                 copies.setdefault((job.study, job.arm, job.job), {})[cell.label] = Source(
                     owner_job.study, owner_job.arm, owner_job.job, owner.label)
     return copies
+
+
+def owner_shards(sources) -> list[str]:
+    """The shards the cells of one job copy from (Source.shard of each), sorted: the order of
+    the measure rule's `owners` input, so the job pairs each input with its source by position
+    (a host workflow's module `prefix:` changes the paths, not the order)."""
+    return sorted({source.shard for source in sources})

@@ -9,6 +9,7 @@ key as a dotted path and its value. Cheap: torch is imported only when a cell as
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import math
 import re
@@ -18,7 +19,9 @@ import yaml
 from jsonschema import Draft202012Validator
 
 from depthlab.pipeline.grid import Job, study_jobs
-from depthlab.pipeline.settings import ConfigError
+from depthlab.pipeline.settings import ConfigError, RunSettings
+
+SETTING_NAMES = tuple(f.name for f in dataclasses.fields(RunSettings))
 
 TYPE_NAMES = {
     "integer": "an integer", "number": "a number", "string": "a string", "boolean": "true or false",
@@ -55,6 +58,14 @@ def _duplicates(values: list) -> list:
     return dups
 
 
+def _setting_hint(path, key: str) -> str:
+    """Where a run setting goes, when one is given at the top level (`--config seeds=3`), in a
+    study or in an arm, outside its `settings:`."""
+    if key not in SETTING_NAMES or len(path) not in (0, 2, 4):
+        return ""
+    return " (a run setting: it goes under studies.<study>.settings or an arm's settings)"
+
+
 def _message(error) -> str:
     """One line naming the key and the value behind a jsonschema ValidationError."""
     where, value = _dotted(error.absolute_path), error.instance
@@ -69,7 +80,8 @@ def _message(error) -> str:
         extra = [k for k in value if k not in known
                  and not any(re.search(p, k) for p in patterns)]
         if known:
-            return f"{where}: unknown key {extra[0]!r}{_suggest(extra[0], known)}"
+            return (f"{where}: unknown key {extra[0]!r}{_suggest(extra[0], known)}"
+                    f"{_setting_hint(error.absolute_path, extra[0])}")
         return f"{where}: name {extra[0]!r} must match {' or '.join(patterns)}"
     if kind == "required":
         missing = [k for k in arg if k not in value]
@@ -131,12 +143,24 @@ def check_device(config: dict, jobs: list[Job]) -> None:
         )
 
 
-def check_config(config: dict, schema_path: str | Path) -> list[Job]:
-    """Every measure job of `config`, or ConfigError naming the first bad key and its value."""
+def check_studies(config: dict, known) -> None:
+    """Reject a study without a package (depthlab.studies.<name>): it would measure and build
+    nothing."""
+    for name in config["studies"]:
+        if name not in known:
+            raise ConfigError(f"studies.{name}: no study package of that name; known studies: "
+                              f"{', '.join(known)}{_suggest(name, known)}")
+
+
+def check_config(config: dict, schema_path: str | Path, studies=None) -> list[Job]:
+    """Every measure job of `config`, or ConfigError naming the first bad key and its value.
+    studies: the names of the study packages (depthlab.studies.STUDIES), if checked."""
     if not isinstance(config, dict):
         raise ConfigError(f"config: must be a mapping, got {config!r}")
     check_schema(config, yaml.safe_load(Path(schema_path).read_text()))
     check_finite(config)
+    if studies is not None:
+        check_studies(config, studies)
     jobs = study_jobs(config)
     check_device(config, jobs)
     return jobs

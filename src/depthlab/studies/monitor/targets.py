@@ -1,4 +1,5 @@
-"""The tables and figures of the monitor note (../shared/seeds/003_...), declared once."""
+"""The tables and figures of the monitor note (“In a pre-norm stack, how does the residual
+stream's scale change with depth?”), declared once."""
 
 from depthlab.pipeline.targets import Target, declare
 

@@ -35,7 +35,8 @@ def stream_growth(table: pd.DataFrame) -> pd.DataFrame:
     rows = []
     sd = pick(table, metric="stream_sd", sublayer="block")
     var = pick(table, metric="stream_var", sublayer="block")
-    var = var.set_index(["arm", "label", "seed", "layer"])["value"]
+    # sorted, so that .loc on the first three levels is a slice (no PerformanceWarning)
+    var = var.set_index(["arm", "label", "seed", "layer"])["value"].sort_index()
     for (arm, label, seed), sub in sd.groupby(["arm", "label", "seed"], sort=True):
         sub = sub.set_index("layer")["value"].sort_index()
         depth = int(sub.index.max())

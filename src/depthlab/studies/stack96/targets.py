@@ -1,4 +1,5 @@
-"""The tables and figures of the stack96 note (../shared/seeds/001_...), declared once."""
+"""The tables and figures of the stack96 note (“What breaks when you stack 96 blocks”),
+declared once."""
 
 from depthlab.pipeline.targets import Target, declare
 

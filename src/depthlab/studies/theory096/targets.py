@@ -1,4 +1,6 @@
-"""The tables and figures of the theory096 note (../shared/seeds/002_...), declared once."""
+"""The tables and figures of the theory096 note (“THEORY-096: A Pre-LN residual stream's
+per-layer change decays as one over root k, so deep blocks cannot refine the representation”),
+declared once."""
 
 from depthlab.pipeline.targets import Target, declare
 

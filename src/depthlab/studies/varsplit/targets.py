@@ -1,4 +1,4 @@
-"""The tables and figures of the varsplit note (../shared/seeds/000_...), declared once."""
+"""The tables and figures of the varsplit note (“varsplit”), declared once."""
 
 from depthlab.pipeline.targets import Target, declare
 
