@@ -454,10 +454,13 @@ def test_claims_rule_on_the_tiny_study(tiny_run):
     assert set(table["outcome"]) <= {"supported", "contradicted", "inconclusive",
                                      "holds by construction", "not measurable",
                                      "not comparable", "not measured"}
-    # the tiny study's d_model is not the note's 128: no false verdicts, the difference said
-    row = table.set_index("id").loc["stack96.grad_ratio.none.L6"]
+    # the tiny study is not the note's stack: no false verdicts, the difference said
+    row = table.set_index("id").loc["varsplit.v_ratio"]
     assert row["outcome"] == "not comparable"
-    assert "d_model 32, note 128" in row["verdict"]
+    assert row["verdict"] == "not comparable: depth 8, note 64; seeds 4, note 24"
+    # a row outside the tiny grid is not measured, with the reason
+    row = table.set_index("id").loc["stack96.grad_ratio.none.L96"]
+    assert row["outcome"] == "not measured" and row["notes"].startswith("not in this grid")
     md = (tiny_run / "results/claims.md").read_text()
     assert f"({len(entries)}) |" in md and re.search(r"^\| all\s+\|", md, re.M)
     readings = pd.read_csv(tiny_run / "results/claims_readings.csv")

@@ -92,6 +92,8 @@ def select(fit: pd.DataFrame, spec: dict, name: str) -> pd.DataFrame:
         if "range" in spec:
             lo, hi = spec["range"]
             rows = rows[(rows[along] >= lo) & (rows[along] <= hi)]
+            if rows.empty:
+                raise NotInGrid(f"no {along} in [{lo}, {hi}]")
         rows = rows.sort_values(along)
         if rows[along].duplicated().any():
             raise ClaimError(f"{name}: several rows per {along}; add a key")
