@@ -113,8 +113,16 @@ def _labels_kept(ax):
     ax.set_ylabel(labels[1])
 
 
-def _every(n_points: int) -> int:
-    return max(1, n_points // 8) if n_points > LONG_CURVE else 1
+def _every(x: pd.Series, by: pd.Series | None = None) -> int | list[int]:
+    """markevery for curves over `x` (levels `by`): every point of a short curve; on a long one
+    about eight markers, evenly spaced in x (in log x where x spans two decades or more)."""
+    groups = x.groupby(by) if by is not None else [(None, x)]
+    shortest = min((np.sort(g.unique()) for _, g in groups), key=len)
+    if len(shortest) <= LONG_CURVE:
+        return 1
+    v = np.log(shortest) if shortest[0] > 0 and shortest[-1] / shortest[0] >= 100 else shortest
+    targets = np.linspace(v[0], v[-1], 8)
+    return sorted({int(np.abs(v - t).argmin()) for t in targets})
 
 
 def band(ax, frame: pd.DataFrame, x: str, label: str | None = None, color=None,
@@ -124,7 +132,7 @@ def band(ax, frame: pd.DataFrame, x: str, label: str | None = None, color=None,
     if frame.empty:
         return
     if kw.get("marker"):
-        kw.setdefault("markevery", _every(frame[x].nunique()))
+        kw.setdefault("markevery", _every(frame[x]))
     with _labels_kept(ax):
         sns.lineplot(data=_long(frame, spread), x=x, y="value", estimator="median",
                      errorbar=_extent, color=color, label=label, ax=ax, legend=False,
@@ -142,7 +150,6 @@ def curves(ax, frame: pd.DataFrame, x: str, by: str = "placement", *,
     if not levels:
         return []
     data = _long(frame[frame[by].isin(levels)], spread)
-    npts = int(data.groupby(by)[x].nunique().max())
     with _labels_kept(ax):
         sns.lineplot(
             data=data, x=x, y="value", hue=by, style=by, hue_order=levels, style_order=levels,
@@ -150,7 +157,8 @@ def curves(ax, frame: pd.DataFrame, x: str, by: str = "placement", *,
             markers={lv: style[lv]["marker"] for lv in levels} if markers else False,
             dashes={lv: style[lv].get("dashes", "") for lv in levels}, estimator="median",
             errorbar=_extent, err_kws={"linewidth": 0, "alpha": 0.15},
-            markevery=_every(npts), markersize=4, markeredgewidth=0.4, ax=ax, legend=False)
+            markevery=_every(data[x], data[by]), markersize=4, markeredgewidth=0.4, ax=ax,
+            legend=False)
     return levels
 
 

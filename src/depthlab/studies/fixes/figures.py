@@ -70,7 +70,7 @@ def _families(rows: list[Row], references=None):
     present = {FAMILY_OF[f] for row in rows for f in row.frame["fix"].unique()}
     families = [f for f in FAMILIES if f in present]
     fig, axes = grid(len(rows), len(families), 2.5, 2.1)
-    drawn, notes, extra = [], [], []
+    drawn, notes, extra = [], [], {}
     for r, row in enumerate(rows):
         for c, family in enumerate(families):
             ax = axes[r][c]
@@ -85,7 +85,7 @@ def _families(rows: list[Row], references=None):
                 empty(ax, "not defined\nor 0 at init")
             notes += together(coinciding(frame, row.x, "fix"), FIX_STYLE)
             if references is not None and not frame.empty:
-                extra = references(ax, row) or extra
+                extra.update((label, h) for h, label in references(ax, row) or ())
             if row.log_x:
                 log_scale(ax, "x")
             if row.log_y:
@@ -93,9 +93,12 @@ def _families(rows: list[Row], references=None):
             ax.set_title("\n".join(filter(None, (family if r == 0 else "", row.title))))
             ax.set_xlabel(row.xlabel)
             ax.set_ylabel(row.ylabel)
-        notes.append(spread_label(row.frame))
+    spreads = [spread_label(row.frame) for row in rows]
+    if len(set(spreads)) > 1:  # say which row has which seed count
+        spreads = [f"{row.ylabel}: {spread}" for row, spread in zip(rows, spreads, strict=True)]
     order = [f for f in FIX_STYLE if f in drawn]
-    legend(fig, order, FIX_STYLE, extra=extra, notes=notes)
+    legend(fig, order, FIX_STYLE, extra=[(h, label) for label, h in extra.items()],
+           notes=[*notes, *spreads])
     return fig
 
 
