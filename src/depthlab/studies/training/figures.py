@@ -11,11 +11,13 @@ from depthlab.analysis.select import pick
 from depthlab.analysis.style import band, grid, legend, log_scale, steps_axis, ylabel
 from depthlab.pipeline.placements import COLORS, LABELS, MARKERS, ORDER
 
+NAMES = {"delta_attn": "attention increment", "delta_mlp": "MLP increment"}  # for readers
 WARMUP_STYLES = ("-", "--", ":", "-.")
 
 
 def _grid(n_rows: int, n_cols: int, size=(2.6, 2.1)):
-    return grid(n_rows, n_cols, *size, sharex="col")
+    """Panels sharing x by column and y by row (one quantity and placement per row)."""
+    return grid(n_rows, n_cols, *size, sharex="col", sharey="row")
 
 
 def _step_colors(steps) -> dict[int, tuple]:
@@ -57,10 +59,11 @@ def _by_checkpoint(fits: pd.DataFrame, quantities: list[str], placements: list[s
                 log_scale(ax, "x")
             ax.set_title(f"{LABELS[placement]}, L = {depth}, warmup {warmup}",
                          fontsize=8)
-            ax.set_ylabel(label.format(quantity=quantity))
+            ax.set_ylabel(label.format(quantity=NAMES.get(quantity, quantity)))
             ax.set_xlabel("layer")
             ax.label_outer()
-    ylabel(axes[0][0], label.format(quantity=rows[0][0]), pick(fits, quantity=rows[0][0]))
+    ylabel(axes[0][0], label.format(quantity=NAMES.get(rows[0][0], rows[0][0])),
+           pick(fits, quantity=rows[0][0]))
     legend(fig, [], extra=_unique(axes), ncol=4)
     fig.suptitle(title)
     return fig
@@ -132,6 +135,7 @@ def grad_ratio(fits: pd.DataFrame):
         log_scale(ax, "y")
         ax.set_xlabel("step")
         ax.set_title(f"L = {int(depth)}")
+        ax.label_outer()
     ylabel(axes[0][0], "‖g_1‖ / ‖g_L‖ (probe batch)", ratio)
     legend(fig, [], extra=_unique(axes), ncol=2)
     return fig

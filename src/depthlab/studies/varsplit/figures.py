@@ -29,6 +29,11 @@ def _title(cell: pd.Series) -> str:
     return f"{INIT_NAMES.get(cell['init'], cell['init'])}, L = {int(cell['depth'])}"
 
 
+def _scheme_title(scheme: str) -> str:
+    """A scheme's name for a panel title, without the config key it sets."""
+    return SCHEME_NAMES[scheme].split(" (")[0]
+
+
 def _alpha_label(cell: pd.Series) -> str:
     alpha, name = alpha_of(cell)
     return f"alpha = {alpha:.3g}" + (f" ({name})" if name else "")
@@ -64,7 +69,7 @@ def token_correlation(fits: pd.DataFrame):
     fig, axes = grid(1, 2, 3.0, 2.6, sharey=True)
     branch = cells(fits, ("none", "branch"))
     panels = ((cells(fits, ("none",)), _title, "unscaled"),
-              (branch[branch["init"] == "fan_in"], _alpha_label, SCHEME_NAMES["branch"]))
+              (branch[branch["init"] == "fan_in"], _alpha_label, _scheme_title("branch")))
     for ax, (chosen, name, title) in zip(axes[0], panels, strict=True):
         for i, (_, c) in enumerate(chosen.iterrows()):
             band(ax, _curve(fits, c, "token_corr"), "layer", name(c),
@@ -133,9 +138,9 @@ def residual_scaling(fits: pd.DataFrame):
         if scheme == "skip":  # the deep increments fall to round-off around 0
             for row in axes:
                 row[col].set_yscale("symlog", linthresh=1e-2)
-        axes[0][col].set_title(SCHEME_NAMES[scheme], fontsize=7)
+        axes[0][col].set_title(_scheme_title(scheme), fontsize=7)
         axes[1][col].set_xlabel("block l")
-        axes[0][col].legend(fontsize=5.5)
+        axes[1][col].legend(fontsize=5.5, loc="upper center", bbox_to_anchor=(0.5, -0.3))
         for row, branch in enumerate(("attention", "MLP")):
-            axes[row][col].set_ylabel(f"{branch} increment / early mean\n(seed means)")
+            axes[row][col].set_ylabel(f"{branch} increment\n/ its early mean")
     return fig
