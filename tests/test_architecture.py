@@ -146,6 +146,10 @@ def test_placements_are_defined_once():
     has a block function whose docstring cites its definition."""
     assert placements.ORDER == tuple(placements.PLACEMENTS)
     assert len(set(placements.COLORS.values())) == len(placements.PLACEMENTS)
+    assert set(placements.COLORS.values()) <= set(placements.PALETTE)  # colour-blind safe
+    # a marker each, so that curves differ in shape as well as colour
+    assert len(set(placements.MARKERS.values())) == len(placements.PLACEMENTS)
+    assert {p.family for p in placements.PLACEMENTS.values()} == set(placements.FAMILIES)
     for p in placements.PLACEMENTS.values():
         assert p.block.__doc__ and p.label
     text = "".join(p.read_text() for p in (PACKAGE / "studies").rglob("*.py"))

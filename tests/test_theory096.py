@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import torch
 
-from depthlab.analysis.omega import formula_abs, independent_abs, omega_sq
+from depthlab.analysis.omega import formula_abs, general_abs, independent_abs, omega_sq
 from depthlab.core.model import Trace, build, forward
 from depthlab.core.probes import block_independence, omega, stream_stats
 from depthlab.pipeline.settings import RunSettings
@@ -42,6 +42,15 @@ def test_independence_prediction_reduces_to_the_formula():
     # negligible input: the note's counting, omega_k at block k
     np.testing.assert_allclose(independent_abs(np.array(1e-12), equal), formula_abs(k),
                                rtol=1e-5)
+
+
+def test_general_form_with_linear_variance_is_the_formula():
+    """omega_k^2 = 2 - 2 sqrt(V_{k-1}/V_k) with V_k = k sigma^2 is the note's formula; a
+    variance that falls leaves the form undefined (NaN), not a negative square."""
+    k = np.arange(1, 33)
+    np.testing.assert_allclose(general_abs(3.0 * np.arange(0, 33)), formula_abs(k), rtol=1e-12)
+    assert np.isnan(general_abs(np.array([1.0, 2.0, 1.5])))[1]
+    assert not np.isnan(general_abs(np.array([1.0, 2.0, 1.5])))[0]
 
 
 def synthetic_stream(block_sd: float = 1.0, depth: int = L) -> list[torch.Tensor]:
@@ -140,6 +149,14 @@ def test_tiny_theory096_tables(tiny_run):
     assert np.isfinite(slopes).all()
     # a larger output scale makes blocks comparable to the input: a steeper decay
     assert slopes[0, 0] > slopes[-1, 0]
+    # the general form per seed: a row per block of each cell, at most one value per seed
+    fits = pd.concat([pd.read_parquet(p) for p in (tiny_run / "results/fits/theory096")
+                      .glob("*.parquet")])
+    general = fits[fits["quantity"] == "omega_abs_general"]
+    omega_abs = fits[fits["quantity"] == "omega_abs"]
+    assert set(general["layer"]) == set(omega_abs["layer"])
+    paired = general.merge(omega_abs, on=["label", "layer"], suffixes=("", "_measured"))
+    assert (paired["n_seeds"] <= paired["n_seeds_measured"]).all()
 
 
 def test_block_abs_is_the_gaussian_mean_absolute_value():

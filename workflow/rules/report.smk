@@ -27,6 +27,26 @@ rule docs_figures:
         "../scripts/copy_files.py"
 
 
+# every figure of the run as thumbnails on one page, to look the run over at a glance (a rule,
+# not a declared target: a declaration belongs to one study and draws from its fits, while the
+# sheet reads the rendered figures of every study)
+rule fig_contact_sheet:
+    """every figure of the run as thumbnails on one page (PNG)"""
+    input:
+        [t.outputs["png"] for t in STUDY_TARGETS if t.kind == "figure"],
+    output:
+        "results/figures/contact_sheet.png",
+    log:
+        "logs/render/fig_contact_sheet.log",
+    localrule: True
+    conda:
+        "../envs/depthlab.yaml"
+    message:
+        "fig_contact_sheet: every figure of the run on one page"
+    script:
+        "../scripts/contact_sheet.py"
+
+
 # docs/RESULTS.md from this run's ledger, and (in place, between its markers) the README's
 # summary line: committed, run on the default study, so the prose cannot drift from the data
 rule docs_results:

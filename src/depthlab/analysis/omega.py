@@ -26,12 +26,22 @@ def formula_abs(block, input_terms: int = 0) -> np.ndarray:
     return GAUSS_ABS * np.sqrt(omega_sq(np.asarray(block) + input_terms))
 
 
+def general_abs(stream_var: np.ndarray) -> np.ndarray:
+    """E|D_k|, k = 1..L, from the note's general form omega_k^2 = 2 - 2 sqrt(V_{k-1} / V_k),
+    V_k the variance of the state after block k (stream_var[..., k], V_0 the input's): the
+    theorem's step before it assumes V_k = k sigma^2. NaN where V_k < V_{k-1} (the form
+    assumes a block output independent of the state, which cannot lower the variance)."""
+    v = np.asarray(stream_var, dtype=float)
+    sq = 2 - 2 * np.sqrt(v[..., :-1] / v[..., 1:])
+    return GAUSS_ABS * np.sqrt(np.where(sq >= 0, sq, np.nan))
+
+
 def independent_abs(v0: np.ndarray, block_var: np.ndarray) -> np.ndarray:
     """E|D_k| if the input (variance v0) and the block outputs (variances block_var[..., k-1])
-    were independent: the theorem with the measured term sizes, S_k = v0 + sum_{i<=k} Var f_i,
-    omega_k^2 = 2 - 2 sqrt(S_{k-1} / S_k). Equal sizes and v0 -> 0 give the note's formula."""
-    sums = np.concatenate([v0[..., None], v0[..., None] + np.cumsum(block_var, -1)], -1)
-    return GAUSS_ABS * np.sqrt(2 - 2 * np.sqrt(sums[..., :-1] / sums[..., 1:]))
+    were independent: general_abs of S_k = v0 + sum_{i<=k} Var f_i, the variances that
+    independence implies. Equal sizes and v0 -> 0 give the note's formula."""
+    return general_abs(np.concatenate([v0[..., None], v0[..., None] + np.cumsum(block_var, -1)],
+                                      -1))
 
 
 def fit_range(depth: int) -> list[tuple[int, int]]:

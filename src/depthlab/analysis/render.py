@@ -11,7 +11,7 @@ from depthlab.pipeline.targets import Target
 
 def render(target: Target, fit_paths: list[str | Path], options: dict,
            outputs: dict[str, str]) -> None:
-    """Write the outputs of `target` (md+csv+html or png+svg): its function of the fits, with
+    """Write the outputs of `target` (md+csv+html or png+svg+pdf): its function of the fits, with
     the study's `analysis:` options it declares."""
     result = target.function()(read_fits(fit_paths), **options)
     if target.kind == "table":
@@ -20,4 +20,25 @@ def render(target: Target, fit_paths: list[str | Path], options: dict,
     else:
         from depthlab.analysis.style import save  # matplotlib only for figures
 
-        save(result, outputs["png"], outputs["svg"])
+        save(result, outputs)
+
+
+def contact_sheet(pngs: list[str | Path], out: str | Path, columns: int = 4,
+                  thumb_px: int = 900) -> None:
+    """Every figure of a run as a thumbnail (at most `thumb_px` wide or high) under its name,
+    `columns` to a row, on one PNG page."""
+    import numpy as np
+    from PIL import Image
+
+    from depthlab.analysis.style import grid, save
+
+    rows = -(-len(pngs) // columns)
+    fig, axes = grid(rows, columns, 3.0, 2.4)
+    for ax in axes.flat:
+        ax.set_axis_off()
+    for ax, path in zip(axes.flat, pngs, strict=False):
+        with Image.open(path) as image:
+            image.thumbnail((thumb_px, thumb_px))
+            ax.imshow(np.asarray(image.convert("RGB")))
+        ax.set_title(Path(path).stem, fontsize=7)
+    save(fig, {"png": out})

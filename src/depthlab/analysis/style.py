@@ -1,59 +1,260 @@
-"""The one plotting style of every figure: constrained layout (the figure title never sits on
-the panel titles), log axes with plain-number ticks, the registry's colour per placement
-(depthlab.pipeline.placements.COLORS), seed bands, and atomic PNG + SVG output."""
+"""The one plotting style of every figure: seaborn's paper theme, curves drawn with seaborn from
+the fit tables' seed summaries (a line with the seed spread as a band), a placement's colour,
+marker and label from the registry (depthlab.pipeline.placements), log axes with at most one
+label per decade, legends that list only what is drawn, and atomic PNG (300 dpi) + SVG + PDF
+output."""
 
 from __future__ import annotations
 
+import contextlib
+import math
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+import seaborn as sns  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
 from depthlab.core.io import atomic_path  # noqa: E402
+from depthlab.pipeline.placements import COLORS, LABELS, MARKERS, ORDER  # noqa: E402
 
-plt.rcParams.update({"figure.dpi": 110, "axes.grid": True, "grid.alpha": 0.3,
-                     "svg.hashsalt": "depthlab", "font.size": 9,
-                     "figure.constrained_layout.use": True})
-
+DPI = 300  # of the PNG
+FORMATS = ("png", "svg", "pdf")  # what every figure is written as (Target.outputs)
+sns.set_theme(context="paper", style="ticks", rc={
+    "axes.grid": True, "grid.alpha": 0.3, "svg.hashsalt": "depthlab", "pdf.fonttype": 42,
+    "figure.constrained_layout.use": True, "legend.frameon": False, "savefig.dpi": DPI})
 
 # the per-seed probe numbers the placement studies plot: quantity -> (axis label, log axis)
 PROBE_AXES = {
     "grad_ratio": ("‖g_1‖ / ‖g_L‖", True),
     "stream_growth": ("rms(x_L) / rms(x_0)", True),
-    "omega_slope": ("ω decay rate (log-log slope)", False),
-    "token_corr_last": ("token cosine after block L", False),
-    "branch_ratio_last_mlp": ("MLP branch/stream, block L", True),
+    "omega_slope": ("ω log-log slope", False),
+    "token_corr_last": ("token cosine, block L", False),
+    "branch_ratio_last_mlp": ("MLP branch / skip", True),
     "head_input_sd": ("head input sd", True),
 }
+# a seed summary's columns: its line, its band
+RANGE = ("min", "median", "max")
+CI = ("ci_lo", "mean", "ci_hi")
+LONG_CURVE = 12  # a curve with more points than this shows its marker on every n-th only
+
+
+class _DecadeLocator(LogLocator):
+    """Major ticks at the powers of ten (thinned to fit `numticks`); on an axis that holds fewer
+    than two of them, at 1 and 3 times them."""
+
+    def tick_values(self, vmin, vmax):
+        lo, hi = sorted((max(vmin, 1e-300), max(vmax, 1e-300)))
+        decades = math.floor(math.log10(hi)) - math.ceil(math.log10(lo)) + 1
+        self.set_params(subs=(1.0,) if decades >= 2 else (1.0, 3.0))
+        return super().tick_values(vmin, vmax)
+
+
+MIN_DECADES = 1.0  # the narrowest span of a log y axis: seed noise around 1 stays flat
 
 
 def log_scale(ax, *which: str) -> None:
-    """Log scale on the named axes ('x', 'y'), with major ticks at 1, 2 and 5 times each power
-    of ten (fewer where the axis spans many decades), labelled as short plain numbers (0.5, 20,
-    0.0001 rather than 5x10^-1; 1e-05 below that), and no minor labels."""
+    """Log scale on the named axes ('x', 'y'): labels at powers of ten only (at most one per
+    decade; 1 and 3 times them on an axis narrower than two decades), as short plain numbers
+    (0.01, 20; 1e-05 below 0.0001), unlabelled minor ticks; a y axis spans at least
+    MIN_DECADES around its data (call after drawing; not for a shared y axis, whose later
+    panels would fall outside)."""
     for name in which:
         axis = ax.xaxis if name == "x" else ax.yaxis
         (ax.set_xscale if name == "x" else ax.set_yscale)("log")
-        axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0), numticks=12))
+        if name == "y" and len(ax.get_shared_y_axes().get_siblings(ax)) == 1:
+            lo, hi = ax.get_ylim()
+            if 0 < lo < hi < lo * 10**MIN_DECADES:
+                middle = math.sqrt(lo * hi)
+                ax.set_ylim(middle / 10 ** (MIN_DECADES / 2), middle * 10 ** (MIN_DECADES / 2))
+        axis.set_major_locator(_DecadeLocator(numticks=8))
         axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
         axis.set_minor_formatter(NullFormatter())
 
 
-def band(ax, frame: pd.DataFrame, x: str, label: str, color=None, lo="min", hi="max",
-         mid="median", **kw) -> None:
-    """A median line with a shaded band between the seed extremes (or other summary columns)."""
-    frame = frame.sort_values(x)
-    ax.plot(frame[x], frame[mid], label=label, color=color, **kw)
-    ax.fill_between(frame[x], frame[lo], frame[hi], color=color, alpha=0.2, linewidth=0)
+def steps_axis(ax) -> None:
+    """Training steps on a symlog x axis (linear to 10, then log), labelled as plain numbers."""
+    ax.set_xscale("symlog", linthresh=10)
+    ax.set_xlim(left=0)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
 
 
-def save(fig, png: str | Path, svg: str | Path) -> None:
-    """Save a figure as PNG and SVG, each written atomically, and close it."""
-    for path, fmt, meta in ((png, "png", {}), (svg, "svg", {"Date": None})):
+def empty(ax, why: str) -> None:
+    """Say in a panel why it has no curve."""
+    ax.text(0.5, 0.5, why, ha="center", va="center", transform=ax.transAxes, fontsize=7,
+            color="0.4", wrap=True)
+
+
+def _long(frame: pd.DataFrame, columns: tuple[str, str, str]) -> pd.DataFrame:
+    """A seed summary with its band's ends and its line as three rows per point (column
+    'value'): seaborn's median of the three is the line, their min and max the band."""
+    keep = frame.dropna(subset=[columns[1]])
+    return pd.concat([keep.assign(value=keep[c].fillna(keep[columns[1]])) for c in columns],
+                     ignore_index=True)
+
+
+def _extent(values) -> tuple[float, float]:
+    """seaborn's band of a point: the extent of its three rows (see _long)."""
+    return values.min(), values.max()
+
+
+@contextlib.contextmanager
+def _labels_kept(ax):
+    """seaborn names the axes after the columns it plots; keep the labels set before."""
+    labels = ax.get_xlabel(), ax.get_ylabel()
+    yield
+    ax.set_xlabel(labels[0])
+    ax.set_ylabel(labels[1])
+
+
+def _every(x: pd.Series, by: pd.Series | None = None) -> int | list[int]:
+    """markevery for curves over `x` (levels `by`): every point of a short curve; on a long one
+    about eight markers, evenly spaced in x (in log x where x spans two decades or more)."""
+    groups = x.groupby(by) if by is not None else [(None, x)]
+    shortest = min((np.sort(g.unique()) for _, g in groups), key=len)
+    if len(shortest) <= LONG_CURVE:
+        return 1
+    v = np.log(shortest) if shortest[0] > 0 and shortest[-1] / shortest[0] >= 100 else shortest
+    targets = np.linspace(v[0], v[-1], 8)
+    return sorted({int(np.abs(v - t).argmin()) for t in targets})
+
+
+def band(ax, frame: pd.DataFrame, x: str, label: str | None = None, color=None,
+         spread: tuple[str, str, str] = RANGE, **kw) -> None:
+    """One curve of a seed summary with seaborn: the line (median, or mean with CI) and the
+    seed spread as a band in the line's colour; `kw` goes to the line (marker, ls, ...)."""
+    if frame.empty:
+        return
+    if kw.get("marker"):
+        kw.setdefault("markevery", _every(frame[x]))
+    with _labels_kept(ax):
+        sns.lineplot(data=_long(frame, spread), x=x, y="value", estimator="median",
+                     errorbar=_extent, color=color, label=label, ax=ax, legend=False,
+                     err_kws={"linewidth": 0, "alpha": 0.2}, **kw)
+
+
+def curves(ax, frame: pd.DataFrame, x: str, by: str = "placement", *,
+           style: Mapping[str, Mapping] | None = None, spread: tuple[str, str, str] = RANGE,
+           markers: bool = True) -> list[str]:
+    """One curve per level of column `by` present in `frame` (hue and marker from `style`:
+    level -> {label, color, marker, dashes}; default the placement registry's), in `style`'s
+    order; returns the levels drawn (for `legend`)."""
+    style = style or PLACEMENT_STYLE
+    levels = [lv for lv in style if lv in set(frame[by])]
+    if not levels:
+        return []
+    data = _long(frame[frame[by].isin(levels)], spread)
+    with _labels_kept(ax):
+        sns.lineplot(
+            data=data, x=x, y="value", hue=by, style=by, hue_order=levels, style_order=levels,
+            palette={lv: style[lv]["color"] for lv in levels},
+            markers={lv: style[lv]["marker"] for lv in levels} if markers else False,
+            dashes={lv: style[lv].get("dashes", "") for lv in levels}, estimator="median",
+            errorbar=_extent, err_kws={"linewidth": 0, "alpha": 0.15},
+            markevery=_every(data[x], data[by]), markersize=4, markeredgewidth=0.4, ax=ax,
+            legend=False)
+    return levels
+
+
+def handles(levels: Iterable[str], style: Mapping[str, Mapping] | None = None,
+            markers: bool = True) -> tuple[list, list[str]]:
+    """Legend handles and labels for the levels `curves` drew."""
+    style = style or PLACEMENT_STYLE
+    out = []
+    for lv in levels:
+        s = style[lv]
+        line = Line2D([], [], color=s["color"], marker=s["marker"] if markers else None,
+                      markersize=4)
+        if s.get("dashes"):
+            line.set_dashes(s["dashes"])
+        out.append(line)
+    return out, [style[lv]["label"] for lv in levels]
+
+
+def legend(fig, levels: Iterable[str], style=None, markers: bool = True, extra=(),
+           notes: Iterable[str] = (), ncol: int | None = None) -> None:
+    """One legend for the figure, below its panels, listing `levels` (only what is drawn),
+    `extra` (handle, label) pairs (references, theory curves) and `notes` (text lines, e.g.
+    which curves lie on each other); as many columns as the figure's width holds."""
+    hs, labels = handles(list(dict.fromkeys(levels)), style, markers)
+    for h, lab in extra:
+        hs.append(h)
+        labels.append(lab)
+    for note in dict.fromkeys(notes):
+        hs.append(Line2D([], [], color="none"))
+        labels.append(note)
+    if hs:
+        fit = max(1, int(fig.get_figwidth() / 1.6))
+        fig.legend(hs, labels, loc="outside lower center", ncol=ncol or min(len(hs), fit))
+
+
+def together(groups: Iterable[list[str]], style=None) -> list[str]:
+    """Legend notes for `coinciding` groups: 'on each other: Sandwich-LN = Peri-LN'."""
+    style = style or PLACEMENT_STYLE
+    return [f"on each other: {' = '.join(style[lv]['label'] for lv in g)}" for g in groups]
+
+
+def reference(ax, x, y, label: str, ls: str = ":", color: str = "black", **kw):
+    """A theory or reference curve; returns (handle, label) for `legend`'s extra."""
+    kw.setdefault("lw", 1)
+    (line,) = ax.plot(x, y, ls=ls, color=color, label=label, **kw)
+    return line, label
+
+
+def spread_label(frame: pd.DataFrame, spread: tuple[str, str, str] = RANGE) -> str:
+    """What a curve's line and band are, for an axis label: 'median, band: 6-seed range'."""
+    n = int(frame["n_seeds"].max()) if "n_seeds" in frame and len(frame) else 0
+    if spread == CI:
+        return f"mean, band: 95% CI of {n} seeds"
+    return f"median, band: {n}-seed range"
+
+
+def ylabel(ax, what: str, frame: pd.DataFrame | None = None,
+           spread: tuple[str, str, str] = RANGE) -> None:
+    """The y label: the quantity (with units), and the line's and band's meaning below it."""
+    ax.set_ylabel(what if frame is None else f"{what}\n({spread_label(frame, spread)})")
+
+
+def grid(n_rows: int, n_cols: int, width: float = 2.6, height: float = 2.2, **kw):
+    """A figure of panels, each width x height inches (journal column: about 3.4 in)."""
+    return plt.subplots(n_rows, n_cols, figsize=(width * n_cols, height * n_rows + 0.5),
+                        squeeze=False, **kw)
+
+
+def coinciding(frame: pd.DataFrame, x: str, by: str, rtol: float = 0.05) -> list[list[str]]:
+    """Groups of `by` levels whose median curves agree within `rtol` at every shared x (they
+    lie on each other in a plot): each group in first-appearance order, only groups of two or
+    more."""
+    curves_ = {lv: sub.set_index(x)["median"] for lv, sub in frame.groupby(by, sort=False)}
+    groups: list[list[str]] = []
+    for lv, curve in curves_.items():
+        for group in groups:
+            other = curves_[group[0]]
+            shared = curve.index.intersection(other.index)
+            if len(shared) and np.allclose(curve[shared], other[shared], rtol=rtol, atol=0):
+                group.append(lv)
+                break
+        else:
+            groups.append([lv])
+    return [g for g in groups if len(g) > 1]
+
+
+def save(fig, outputs: Mapping[str, str | Path]) -> None:
+    """Save a figure in every format of `outputs` (extension -> path; PNG at DPI), each written
+    atomically (a temporary name, then renamed), without dates (SVG, PDF), and close it."""
+    meta = {"png": {}, "svg": {"Date": None}, "pdf": {"CreationDate": None, "ModDate": None}}
+    for fmt, path in outputs.items():
         with atomic_path(path) as tmp:
-            fig.savefig(tmp, format=fmt, bbox_inches="tight", metadata=meta)
+            fig.savefig(tmp, format=fmt, dpi=DPI, bbox_inches="tight", metadata=meta[fmt])
     plt.close(fig)
+
+
+# the placement registry's look, for `curves` and `handles`
+PLACEMENT_STYLE = {name: {"label": LABELS[name], "color": COLORS[name], "marker": MARKERS[name]}
+                   for name in ORDER}

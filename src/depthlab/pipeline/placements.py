@@ -131,7 +131,9 @@ class Placement:
 
     name: str  # the config value (settings.placement)
     label: str  # its name in tables and figures
-    color: str  # its matplotlib colour, the same in every figure
+    color: str  # its colour in every figure (PALETTE: colour-blind safe)
+    marker: str  # its matplotlib marker in every figure (shape as well as colour)
+    family: str  # the panel it shares in faceted figures (FAMILIES)
     block: Callable  # block(x, op) -> the stream after the block (module docstring)
     residual: bool  # has a skip path: skip_scale applies (unless `skip`), branch-to-stream
     #                  ratios exist
@@ -151,42 +153,55 @@ class Placement:
     embed_norm: bool = False  # a LayerNorm (gain 1, bias 0) on the input before block 1
 
 
+# seaborn's "colorblind" palette (Okabe-Ito based), as hex so that this module needs no seaborn;
+# a placement takes one colour each, the rest are free for variants (e.g. calibrated Pre-LN)
+PALETTE = ("#0173b2", "#de8f05", "#029e73", "#d55e00", "#cc78bc", "#ca9161", "#fbafe4",
+           "#949494", "#ece133", "#56b4e9")
+# the families of faceted figures: where the LayerNorm sits relative to the skip path
+POST = "LN after the residual join"
+PRE = "LN inside the branch"
+OTHER = "no residual, or no LN"
+FAMILIES = (POST, PRE, OTHER)
+
+
 def _deepnorm_gains(n: int) -> dict[str, float]:
     beta = (8 * n) ** -0.25
     return {"wq": 1.0, "wk": 1.0, "wv": beta, "wo": beta, "w1": beta, "w2": beta}
 
 
 PLACEMENTS: dict[str, Placement] = {p.name: p for p in (
-    Placement("post", "Post-LN", "tab:blue", post_ln, residual=True, branch_scales=False,
-              telescopes=False, final_norm=False),
-    Placement("pre", "Pre-LN", "tab:orange", pre_ln, residual=True, branch_scales=True,
+    Placement("post", "Post-LN", PALETTE[0], "o", POST, post_ln, residual=True,
+              branch_scales=False, telescopes=False, final_norm=False),
+    Placement("pre", "Pre-LN", PALETTE[1], "s", PRE, pre_ln, residual=True, branch_scales=True,
               telescopes=True, final_norm=True),
-    Placement("none", "no residual", "tab:green", no_residual, residual=False,
+    Placement("none", "no residual", PALETTE[2], "v", OTHER, no_residual, residual=False,
               branch_scales=False, telescopes=False, final_norm=False),
     # Post-LN's flags: the skip path is scaled by its alpha, the branches join unscaled, an LN
     # follows each join (no telescoping), no final LN (torchscale builds none under deepnorm)
-    Placement("deepnorm", "DeepNorm", "tab:red", deepnorm, residual=True, branch_scales=False,
-              telescopes=False, final_norm=False, skip=lambda n: (2 * n) ** 0.25,
-              init_gains=_deepnorm_gains),
+    Placement("deepnorm", "DeepNorm", PALETTE[3], "^", POST, deepnorm, residual=True,
+              branch_scales=False, telescopes=False, final_norm=False,
+              skip=lambda n: (2 * n) ** 0.25, init_gains=_deepnorm_gains),
     # the stream x_a is Post-LN's (branches unscaled, an LN after each join); the final LN
     # normalises the carried sum x_d before it joins x_a
-    Placement("resi_dual", "ResiDual", "tab:purple", resi_dual, residual=True,
+    Placement("resi_dual", "ResiDual", PALETTE[4], "D", POST, resi_dual, residual=True,
               branch_scales=False, telescopes=False, final_norm=True, carry=True),
     # Pre-LN's flags: the (normalised) branch outputs are added to an unnormalised stream
-    Placement("sandwich", "Sandwich-LN", "tab:brown", sandwich_ln, residual=True,
+    Placement("sandwich", "Sandwich-LN", PALETTE[5], "P", PRE, sandwich_ln, residual=True,
               branch_scales=True, telescopes=True, final_norm=True,
               norms=("ln1", "ln2", "ln3", "ln4")),
-    Placement("peri", "Peri-LN", "tab:pink", peri_ln, residual=True, branch_scales=True,
+    Placement("peri", "Peri-LN", PALETTE[6], "X", PRE, peri_ln, residual=True, branch_scales=True,
               telescopes=True, final_norm=True, norms=("ln1", "ln2", "ln3", "ln4"),
               embed_norm=True),
     # x_l = c^2 x_{l-1} + alpha-gated branches (telescopes); alpha is its branch scale, so
     # residual_scale does not apply; no LN anywhere
-    Placement("rezero", "ReZero", "tab:gray", rezero, residual=True, branch_scales=False,
-              telescopes=True, final_norm=False, norms=(), gates=("alpha",)),
+    Placement("rezero", "ReZero", PALETTE[7], "*", OTHER, rezero, residual=True,
+              branch_scales=False, telescopes=True, final_norm=False, norms=(),
+              gates=("alpha",)),
     # Pre-LN's flags (the 1/sqrt(l) sits inside the branch, before Attn / FFN)
-    Placement("lns", "LN-Scaling", "tab:olive", lns, residual=True, branch_scales=True,
+    Placement("lns", "LN-Scaling", PALETTE[8], "<", PRE, lns, residual=True, branch_scales=True,
               telescopes=True, final_norm=True),
 )}
 ORDER = tuple(PLACEMENTS)  # the plotting and table order
 LABELS = {name: p.label for name, p in PLACEMENTS.items()}
 COLORS = {name: p.color for name, p in PLACEMENTS.items()}
+MARKERS = {name: p.marker for name, p in PLACEMENTS.items()}

@@ -21,7 +21,7 @@ class Target:
     """One table or figure of a study.
 
     name:        the rule name, table_<stem> or fig_<stem> (outputs: results/tables/<stem>.* or
-                 results/figures/<stem>.*)
+                 results/figures/<stem>.png|svg|pdf)
     description: one line, shown by `snakemake --list-target-rules`
     title:       the heading of a table's page (figures carry their own title)
     caption:     what is shown, in which units, from how many seeds (reST, the report's caption)
@@ -53,10 +53,10 @@ class Target:
 
     @property
     def outputs(self) -> dict[str, str]:
-        """Output paths by extension: md+csv+html for tables (html for the report), png+svg for
-        figures."""
+        """Output paths by extension: md+csv+html for tables (html for the report), png+svg+pdf
+        for figures."""
         folder, exts = ("tables", ("md", "csv", "html")) if self.kind == "table" else (
-            "figures", ("png", "svg"))
+            "figures", ("png", "svg", "pdf"))
         return {ext: f"results/{folder}/{self.stem}.{ext}" for ext in exts}
 
     def arms(self, configured) -> list[str]:

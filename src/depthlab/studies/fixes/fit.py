@@ -20,13 +20,11 @@ import pandas as pd
 
 from depthlab.analysis.layers import PerSeed, last, omega_slope, wide
 from depthlab.analysis.stats import loglog_slopes, summarise_seeds
-from depthlab.pipeline.placements import COLORS, LABELS, ORDER
+from depthlab.pipeline.placements import LABELS, ORDER
 
 CALIBRATED = "pre_calibrated"  # Pre-LN with branch scales from a calibration stage
 FIX_ORDER = (*ORDER, CALIBRATED)  # the table and plotting order: the registry's, then it
 FIX_LABELS = {**LABELS, CALIBRATED: f"{LABELS['pre']} + calibrated scales"}
-FIX_COLORS = {**COLORS, CALIBRATED: next(
-    c for c in ("tab:cyan", "black", "gold") if c not in COLORS.values())}
 
 KEYS = ["arm", "label", "fix", "placement", "depth", "d_model", "heads"]
 SEED_KEYS = ["arm", "label", "seed"]

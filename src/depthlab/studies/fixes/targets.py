@@ -10,7 +10,8 @@ SETUP = ("At initialisation: d = 128, 4 heads, 4x ReLU FFN, PyTorch's default in
          "settings); every placement of the registry (depthlab.pipeline.placements), 6 seeds, "
          "and at L = 6-96 Pre-LN with layerwise branch scales calibrated on seeds 0-11 of an "
          "unscaled Pre-LN run and measured on held-out seeds 12-23.")
-BAND = "Median across seeds, seed range as a band."
+BAND = ("A panel per placement family (where the LayerNorm sits); median across seeds, seed "
+        "range as a band; curves that lie on each other are named in the legend.")
 CELLS = "Each cell: median across seeds [seed min, max]."
 EXPONENTS = ("Exponents: per seed the slope of ln(quantity) on ln L across the arm's depths "
              "(6-192).")
@@ -62,32 +63,35 @@ TARGETS = declare(
         draw="figures:grad_ratio", reads=DEPTH_ARMS,
         caption="First/last block gradient ratio ‖g_1‖/‖g_L‖ (dimensionless; gradient = "
         "Frobenius norm of dLoss/dθ over the block's parameters, ReZero's alpha alone) "
-        f"against depth L, log-log, a curve per placement. {BAND} {SETUP}",
+        "against depth L, log-log, a curve per placement. Sandwich-LN and Peri-LN share a "
+        f"block and lie close together. {BAND} {SETUP}",
     ),
     Target(
         "fig_fixes_grad_profile",
         "fixes: gradient norm by block at the three deepest depths, a curve per placement",
         draw="figures:grad_profile", reads=DEPTH_ARMS,
         caption="Gradient norm of each block (Frobenius norm of dLoss/dθ over its parameters, "
-        "loss units per parameter unit) against its index, a panel per depth (48, 96, 192), a "
+        "loss units per parameter unit) against its index, a row per depth (48, 96, 192), a "
         f"curve per placement, log y. {BAND} {SETUP}",
     ),
     Target(
         "fig_fixes_stream_growth",
         "fixes: stream growth rms(x_L)/rms(x_0) against depth and stream RMS by block",
         draw="figures:stream_growth", reads=DEPTH_ARMS,
-        caption="Left: the residual stream's RMS after the last block over the input's "
-        "(before any final norm; dimensionless) against depth, log-log, with √L; right: the "
+        caption="Top: the residual stream's RMS after the last block over the input's "
+        "(before any final norm; dimensionless) against depth, log-log, with √L; bottom: the "
         "stream RMS after each block at L = 192 (input-sd units). ResiDual: x_a, the stream "
-        f"the blocks read (its second stream: fig_fixes_carry). {BAND} {SETUP}",
+        "the blocks read (its second stream: fig_fixes_carry). Post-LN, DeepNorm and ResiDual "
+        "(an LN after each join), no residual and ReZero (the identity at init) lie on 1. "
+        f"{BAND} {SETUP}",
     ),
     Target(
         "fig_fixes_omega",
         "fixes: omega mean|D_k| by block at L = 192 and its log-log decay rate by depth",
         draw="figures:omega", reads=DEPTH_ARMS,
-        caption=r"Left: ω = mean \|LN(x_k) − LN(x_{k−1})\| per coordinate (LN without affine; "
+        caption=r"Top: ω = mean \|LN(x_k) − LN(x_{k−1})\| per coordinate (LN without affine; "
         "units of a normalised coordinate) against block k at L = 192, log-log, with "
-        "theory096's ω_k·√(2/π); right: its log-log slope over k = L/4..L against depth "
+        "theory096's ω_k·√(2/π); bottom: its log-log slope over k = L/4..L against depth "
         f"(formula: −0.5). ReZero's ω is 0 at init (not shown). {BAND} {SETUP}",
     ),
     Target(
@@ -95,16 +99,16 @@ TARGETS = declare(
         "fixes: mean pairwise token cosine after the last block against depth (rank collapse)",
         draw="figures:token_corr", reads=DEPTH_ARMS,
         caption="Mean pairwise cosine between the token vectors (0 orthogonal, 1 one shared "
-        "direction: rank collapse) after the last block against depth (left) and after each "
-        f"block at L = 192 (right). {BAND} {SETUP}",
+        "direction: rank collapse) after the last block against depth (top) and after each "
+        f"block at L = 192 (bottom). {BAND} {SETUP}",
     ),
     Target(
         "fig_fixes_branch_ratio",
         "fixes: branch-to-stream ratio of the last block against depth, and by block",
         draw="figures:branch_ratio", reads=DEPTH_ARMS,
-        caption="RMS of what the attention (left) and MLP (middle) sublayer of the last block "
+        caption="RMS of what the attention (top) and MLP (middle) sublayer of the last block "
         "adds over the RMS of the skip path it joins (dimensionless) against depth, and the "
-        "MLP ratio by block at L = 192 (right); log axes. No residual: no skip path; ReZero: "
+        "MLP ratio by block at L = 192 (bottom); log axes. No residual: no skip path; ReZero: "
         f"0 at init (not shown). {BAND} {SETUP}",
     ),
     Target(

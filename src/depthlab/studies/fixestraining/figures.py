@@ -1,21 +1,44 @@
 """The figures of the fixestraining study: loss curves per placement, and the probes at the
-checkpoints, with and without warmup (median across seeds, seed range as a band)."""
+checkpoints, with and without warmup (median across seeds, seed range as a band or bars), in the
+registry's colour and marker per placement."""
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+import seaborn as sns
+from matplotlib.lines import Line2D
 
 from depthlab.analysis.select import pick
-from depthlab.analysis.style import PROBE_AXES, band, log_scale
-from depthlab.pipeline.placements import COLORS, LABELS, ORDER
+from depthlab.analysis.style import (
+    PLACEMENT_STYLE,
+    PROBE_AXES,
+    curves,
+    empty,
+    grid,
+    legend,
+    log_scale,
+    spread_label,
+    steps_axis,
+)
+from depthlab.pipeline.placements import COLORS, FAMILIES, LABELS, ORDER, PLACEMENTS
 
-WARMUP_STYLES = ("-", "--", ":", "-.")
+WARMUP_DASHES = ("", (4, 1.5), (1, 1), (4, 1, 1, 1))  # solid, dashed, dotted, dash-dot
 
 
 def _warmups(frame: pd.DataFrame) -> list[int]:
     return sorted(int(w) for w in frame["warmup_steps"].unique())
+
+
+def _warmup_handles(warmups: list[int], color: str = "black", marker=None) -> list:
+    """Legend entries for the warmup arms' line styles."""
+    out = []
+    for i, warmup in enumerate(warmups):
+        line = Line2D([], [], color=color, marker=marker, lw=1)
+        if WARMUP_DASHES[i % len(WARMUP_DASHES)]:
+            line.set_dashes(WARMUP_DASHES[i % len(WARMUP_DASHES)])
+        out.append((line, f"warmup {warmup} steps"))
+    return out
 
 
 def loss(fits: pd.DataFrame):
@@ -26,34 +49,39 @@ def loss(fits: pd.DataFrame):
     val = pick(fits, quantity="val_loss")
     entropy = pick(fits, quantity="unigram_entropy")["median"].iloc[0]
     placements = [p for p in ORDER if p in set(train["placement"])]
-    cols = 3
+    warmups = _warmups(train)
+    cols = min(3, len(placements))
     rows = int(np.ceil(len(placements) / cols))
-    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 2.8 * rows), squeeze=False,
-                             sharex=True, sharey=True)
+    fig, axes = grid(rows, cols, 2.3, 1.9, sharex=True, sharey=True)
     for ax in axes.flat[len(placements):]:
         ax.set_visible(False)
     for ax, placement in zip(axes.flat, placements, strict=False):
-        for i, warmup in enumerate(_warmups(train)):
-            style = WARMUP_STYLES[i % len(WARMUP_STYLES)]
+        for i, warmup in enumerate(warmups):
+            dashes = WARMUP_DASHES[i % len(WARMUP_DASHES)]
             where = {"placement": placement, "warmup_steps": warmup}
             t = pick(train, **where).sort_values("step")
-            ax.plot(t["step"], t["median"].rolling(10, min_periods=1).median(), style,
-                    color=COLORS[placement], lw=0.9, label=f"train, warmup {warmup}")
+            line = sns.lineplot(x=t["step"].to_numpy(),
+                                y=t["median"].rolling(10, min_periods=1).median().to_numpy(),
+                                color=COLORS[placement], lw=0.9, ax=ax, legend=False)
+            if dashes:
+                line.lines[-1].set_dashes(dashes)
             v = pick(val, **where).sort_values("step")
             ax.errorbar(v["step"], v["median"], [v["median"] - v["min"], v["max"] - v["median"]],
-                        fmt="o", ls="none", color=COLORS[placement], mfc="white" if i else None,
-                        ms=3, lw=0.8, label=f"validation, warmup {warmup}")
-        ax.axhline(entropy, color="grey", lw=0.8, ls="-.", label="unigram entropy")
+                        fmt=PLACEMENTS[placement].marker, ls="none", color=COLORS[placement],
+                        mfc="white" if i else None, ms=3, lw=0.8)
+        ax.axhline(entropy, color="grey", lw=0.8, ls="-.")
         depth = int(pick(train, placement=placement)["depth"].iloc[0])
-        ax.set_title(f"{LABELS[placement]}, L = {depth}", fontsize=8)
-        ax.legend(fontsize=5.5)
-    for ax in axes[:, 0]:
-        ax.set_ylabel("loss (nats/char)")
-    for ax in axes[-1]:
+        ax.set_title(f"{LABELS[placement]}, L = {depth}")
         ax.set_xlabel("step")
+        ax.set_ylabel("loss (nats/char)")
+        ax.label_outer()
     n = int(val["n_seeds"].max())
-    fig.suptitle(f"Character-level loss on Tiny Shakespeare by placement, with and without "
-                 f"warmup (median and range of {n} seeds)")
+    legend(fig, [], extra=[
+        *_warmup_handles(warmups),
+        (Line2D([], [], color="black", marker="o", ls="none", ms=3),
+         f"validation: median, bars: {n}-seed range (open: warmup)"),
+        (Line2D([], [], color="grey", ls="-.", lw=0.8), "unigram entropy of the corpus"),
+    ], ncol=2)
     return fig
 
 
@@ -62,36 +90,38 @@ PROBES = ("grad_ratio", "stream_growth", "token_corr_last", "omega_slope",
 
 
 def probes(fits: pd.DataFrame):
-    """Rows: the probes at each checkpoint against step (symlog x); columns: the warmup arms;
-    a curve per placement (a quantity that is 0 at a checkpoint is left out of a log panel)."""
+    """Rows: the probes at each checkpoint against step (symlog x); columns: the placement
+    families; a curve per placement (colour, marker) and warmup arm (line style); a quantity
+    that is 0 at a checkpoint is left out of a log panel."""
     warmups = _warmups(pick(fits, quantity="grad_ratio"))
-    fig, axes = plt.subplots(len(PROBES), len(warmups), figsize=(4.4 * len(warmups),
-                             2.4 * len(PROBES)), squeeze=False, sharex=True, sharey="row")
+    present = set(fits["placement"])
+    families = [f for f in FAMILIES if any(PLACEMENTS[p].family == f for p in present)]
+    fig, axes = grid(len(PROBES), len(families), 2.4, 1.8, sharex=True, sharey="row")
+    drawn = []
     for r, quantity in enumerate(PROBES):
-        ylabel, log_y = PROBE_AXES[quantity]
-        for c, warmup in enumerate(warmups):
+        label, log_y = PROBE_AXES[quantity]
+        for c, family in enumerate(families):
             ax = axes[r][c]
-            frame = pick(fits, quantity=quantity, warmup_steps=warmup)
-            for placement in ORDER:
-                sub = frame[frame["placement"] == placement]
-                if log_y:
-                    sub = sub[sub["median"] > 0]
-                if not sub.empty:
-                    band(ax, sub, "step", LABELS[placement], COLORS[placement], marker="o",
-                         ms=2.5)
-            ax.set_xscale("symlog", linthresh=10)
-            ax.set_xlim(left=0)
+            frame = pick(fits, quantity=quantity)
+            frame = frame[frame["placement"].map(lambda p: PLACEMENTS[p].family) == family]
+            if log_y:
+                frame = frame[frame["median"] > 0]
+            for i, warmup in enumerate(warmups):
+                dashes = WARMUP_DASHES[i % len(WARMUP_DASHES)]
+                style = {p: {**s, "dashes": dashes} for p, s in PLACEMENT_STYLE.items()}
+                drawn += curves(ax, pick(frame, warmup_steps=warmup), "step", style=style)
+            steps_axis(ax)
+            if frame.empty:
+                empty(ax, "not defined\nor 0")
             if log_y:
                 log_scale(ax, "y")
             if r == 0:
-                ax.set_title(f"warmup {warmup} steps")
-            if c == 0:
-                ax.set_ylabel(ylabel, fontsize=8)
-            if r == len(PROBES) - 1:
-                ax.set_xlabel("step")
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside right center", fontsize=7)
-    n = int(pick(fits, quantity="grad_ratio")["n_seeds"].max())
-    fig.suptitle(f"The init-time probes during training, per placement (median and range of "
-                 f"{n} seeds; probe batch of the validation split)")
+                ax.set_title(family)
+            ax.set_ylabel(label)
+            ax.set_xlabel("step")
+            ax.label_outer()
+    legend(fig, [p for p in ORDER if p in drawn],
+           extra=_warmup_handles(warmups), notes=[
+               f"{spread_label(pick(fits, quantity=PROBES[0]))}; probe batch of the "
+               "validation split"])
     return fig

@@ -1,25 +1,23 @@
-"""The figures of the monitor note: stream norm and branch-to-stream ratio by block."""
+"""The figures of the monitor note: stream norm and branch-to-stream ratio by block (median
+across seeds, seed range as a band)."""
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
 import pandas as pd
+from matplotlib.lines import Line2D
 
 from depthlab.analysis.select import pick
-from depthlab.analysis.style import band, log_scale
-from depthlab.pipeline.placements import COLORS, LABELS, ORDER
+from depthlab.analysis.style import (
+    PLACEMENT_STYLE,
+    band,
+    curves,
+    grid,
+    legend,
+    log_scale,
+    ylabel,
+)
+from depthlab.pipeline.placements import LABELS, ORDER, PALETTE
 from depthlab.studies.monitor.fit import one_final_norm
-
-
-def _panels(n: int, width: float):
-    """A row of n panels sharing the y axis."""
-    return plt.subplots(1, n, figsize=(width * n, 3.6), squeeze=False, sharey=True)
-
-
-def _finish(fig, axes, ylabel: str, title: str) -> None:
-    axes[0][0].set_ylabel(ylabel)
-    axes[0][0].legend(fontsize=7)
-    fig.suptitle(title)
 
 
 def stream_norm_by_block(fits: pd.DataFrame):
@@ -28,39 +26,50 @@ def stream_norm_by_block(fits: pd.DataFrame):
     same first blocks at every depth, so shorter stacks lie under the deepest one."""
     rms = one_final_norm(pick(fits, quantity="stream_rms"))
     placements = [p for p in ORDER if p in set(rms["placement"])]
-    fig, axes = _panels(len(placements), 4.2)
+    depths = sorted(rms["depth"].unique())
+    fig, axes = grid(1, len(placements), 2.4, 2.4, sharey=True)
     for ax, placement in zip(axes[0], placements, strict=True):
         sub = rms[rms["placement"] == placement]
-        for i, depth in enumerate(sorted(sub["depth"].unique())):
-            band(ax, sub[sub["depth"] == depth], "layer", f"L = {int(depth)}", f"C{i}")
+        for i, depth in enumerate(depths):
+            band(ax, sub[sub["depth"] == depth], "layer", f"L = {int(depth)}", PALETTE[i])
         log_scale(ax, "y")
         ax.set_title(LABELS[placement])
         ax.set_xlabel("block l (0 = input)")
-    _finish(fig, axes, "stream RMS √mean(x_l²)",
-            f"Residual-stream norm by block at init (median and range of "
-            f"{int(rms['n_seeds'].max())} seeds)")
+    ylabel(axes[0][0], "stream RMS √mean(x_l²)\n(input-sd units)", rms)
+    legend(fig, [], extra=[(Line2D([], [], color=PALETTE[i]), f"L = {int(d)}")
+                           for i, d in enumerate(depths)])
     return fig
+
+
+SUBLAYER_DASHES = {"attn": "", "mlp": (4, 1.5), "block": (1, 1)}
 
 
 def branch_to_stream_ratio(fits: pd.DataFrame):
     """RMS of what each sublayer adds over RMS of the stream it joins, by block: a panel per
-    depth, colour = placement, line style = sublayer (Pre-LN also the whole block)."""
+    depth, colour and marker = placement, line style = sublayer (Pre-LN also the whole
+    block)."""
     ratio = one_final_norm(fits[fits["quantity"].str.startswith("branch_ratio_")])
     depths = sorted(ratio["depth"].unique())
-    styles = {"attn": "-", "mlp": "--", "block": ":"}
-    fig, axes = _panels(len(depths), 3.6)
+    fig, axes = grid(1, len(depths), 2.4, 2.4, sharey=True)
+    drawn, sublayers = [], []
     for ax, depth in zip(axes[0], depths, strict=True):
-        for placement in ORDER:
-            for sublayer, style in styles.items():
-                sub = ratio[(ratio["depth"] == depth) & (ratio["placement"] == placement)
-                            & (ratio["quantity"] == f"branch_ratio_{sublayer}")]
-                if not sub.empty:
-                    band(ax, sub, "layer", f"{LABELS[placement]} {sublayer}",
-                         COLORS[placement], ls=style)
+        for sublayer, dashes in SUBLAYER_DASHES.items():
+            sub = ratio[(ratio["depth"] == depth)
+                        & (ratio["quantity"] == f"branch_ratio_{sublayer}")]
+            style = {p: {**s, "dashes": dashes} for p, s in PLACEMENT_STYLE.items()}
+            levels = curves(ax, sub, "layer", style=style)
+            drawn += levels
+            sublayers += [sublayer] if levels else []
         log_scale(ax, "y")
         ax.set_title(f"L = {int(depth)}")
         ax.set_xlabel("block l")
-    _finish(fig, axes, "RMS(branch added) / RMS(stream it joins)",
-            f"Branch-to-stream ratio by block at init (median and range of "
-            f"{int(ratio['n_seeds'].max())} seeds)")
+    ylabel(axes[0][0], "RMS(branch added) /\nRMS(stream it joins)", ratio)
+    names = {"attn": "attention", "mlp": "MLP", "block": "whole block"}
+    extra = []
+    for sublayer in dict.fromkeys(sublayers):
+        line = Line2D([], [], color="black", lw=1)
+        if SUBLAYER_DASHES[sublayer]:
+            line.set_dashes(SUBLAYER_DASHES[sublayer])
+        extra.append((line, names[sublayer]))
+    legend(fig, [p for p in ORDER if p in drawn], extra=extra)
     return fig

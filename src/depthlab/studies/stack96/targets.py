@@ -75,15 +75,19 @@ TARGETS = declare(
         "fig_grad_ratio_by_depth",
         "stack96: first/last gradient ratio against depth per placement",
         draw="figures:grad_ratio_by_depth", reads=("grad",),
-        caption="First/last block gradient ratio ‖g_1‖/‖g_L‖ (dimensionless) against depth L "
-        "per placement, log-log; median and seed range.",
+        caption="First/last block gradient ratio ‖g_1‖/‖g_L‖ (dimensionless) against depth L, "
+        "a curve per placement measured (colour and marker from the registry), log-log; "
+        "median, band: seed range.",
     ),
     Target(
         "fig_stream_sd",
         "stack96: Pre-LN stream sd by block per depth and output scale, sqrt reference",
         draw="figures:stream_sd", reads=("stream",),
         caption="Pre-LN residual-stream sd after each block (units of the input sd), a panel "
-        "per output scale, a line per depth, with a sqrt(l) reference; median and seed range.",
+        "per output scale, a line per depth (median; band: seed range), beside two "
+        "predictions: the finite-depth law sd_l = sd_0·√((V_0 + l·σ²)/V_0) with σ² = "
+        "(V_L − V_0)/L, the mean per-block variance increment measured at the deepest depth "
+        "(medians of the fit's stream variance), and the note's sd_1·√l.",
     ),
     Target(
         "fig_variance_budget",

@@ -3,27 +3,29 @@ correlation matrix of block outputs (median or mean across seeds)."""
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+import seaborn as sns
 
 from depthlab.analysis.omega import GAUSS_ABS, formula_abs
-from depthlab.analysis.style import band, log_scale
+from depthlab.analysis.style import band, grid, legend, log_scale, reference, ylabel
 from depthlab.studies.theory096.tables import deepest
 
-COUNTING = (r"k = block index: $D_k = LN(x_k) - LN(x_{k-1})$, $x_0$ = the input, "
-            "LN without affine")
+COUNTING = "k = block index: D_k = LN(x_k) − LN(x_{k−1}), x_0 = the input, LN without affine"
 
 
 def omega_vs_theory(fits: pd.DataFrame):
     """Per output scale (columns): mean |D_k| (top) and Var D_k (bottom) against k, log-log,
-    median and seed range, with the note's formula counting the input as term 0 (omega_k) and
-    as term 1 (omega_{k+1}), and the theorem under the measured term sizes."""
+    median and seed range, beside the theory, each curve named by its source: the note's
+    formula counting the input as term 0 (omega_k) and as term 1 (omega_{k+1}); its general
+    form omega_k^2 = 2 - 2 sqrt(V_{k-1}/V_k) with each seed's measured stream variances (the
+    fit's omega_abs_general); and the theorem under the measured block-output sizes (the fit's
+    omega_abs_indep); the theory curves are medians across seeds."""
     omega = {"abs": deepest(fits, "omega_abs"), "var": deepest(fits, "omega_var")}
     indep = deepest(fits, "omega_abs_indep")
+    general = deepest(fits, "omega_abs_general")
     scales = sorted(omega["abs"]["out_scale"].unique())
-    fig, axes = plt.subplots(2, len(scales), figsize=(3.8 * len(scales), 6.4), squeeze=False,
-                             sharex=True)
+    fig, axes = grid(2, len(scales), 2.6, 2.5, sharex=True)
     for col, scale in enumerate(scales):
         for row, kind in enumerate(("abs", "var")):
             ax = axes[row][col]
@@ -34,47 +36,49 @@ def omega_vs_theory(fits: pd.DataFrame):
             def shown(mean_abs, kind=kind):  # a Gaussian's E|D| -> the plotted statistic
                 return mean_abs if kind == "abs" else (mean_abs / GAUSS_ABS) ** 2
 
-            for terms, style, name in ((0, "-", r"$\omega_k$ (input = term 0)"),
-                                       (1, "--", r"$\omega_{k+1}$ (input = term 1)")):
-                ax.plot(k, shown(formula_abs(k, terms)), style, color="tab:blue",
-                        lw=1, label=f"formula {name}")
-            ind = indep[indep["out_scale"] == scale].sort_values("layer")
-            if not ind.empty:
-                ax.plot(ind["layer"], shown(ind["median"]), ":", color="tab:red",
-                        lw=1.5, label="independent terms, measured sizes")
+            for terms, style, name in ((0, "-", "ω_k, input = term 0"),
+                                       (1, "--", "ω_{k+1}, input = term 1")):
+                reference(ax, k, shown(formula_abs(k, terms)), f"the note: {name}",
+                          ls=style, color="#0173b2")
+            for frame, label, style, color in (
+                    (general, "the note's 2 − 2√(V_{k−1}/V_k), measured V_k", "-", "#d55e00"),
+                    (indep, "independent terms, measured Var f_k", ":", "#cc78bc")):
+                sub = frame[frame["out_scale"] == scale].sort_values("layer")
+                if not sub.empty:
+                    reference(ax, sub["layer"], shown(sub["median"]), label, ls=style,
+                              color=color, lw=1.2 if style == ":" else 0.7)
             log_scale(ax, "x", "y")
         axes[0][col].set_title(f"output scale {scale:g}")
         axes[1][col].set_xlabel("block k")
-    axes[0][0].set_ylabel("mean |D_k| per coordinate")
-    axes[1][0].set_ylabel("Var D_k per coordinate")
-    axes[0][0].legend(fontsize=7)
-    n = int(omega["abs"]["n_seeds"].max())
-    fig.suptitle(f"Change of the normalised Pre-LN state at init (median, range of {n} seeds)\n"
-                 f"{COUNTING}", fontsize=9)
+        axes[0][col].set_ylabel("mean |D_k| per coordinate")
+        axes[1][col].set_ylabel("Var D_k per coordinate")
+    ylabel(axes[0][0], "mean |D_k| per coordinate", omega["abs"])
+    legend(fig, [], extra=zip(*axes[0][0].get_legend_handles_labels(), strict=True),
+           notes=[COUNTING], ncol=2)
     return fig
 
 
 def block_output_correlation(fits: pd.DataFrame):
     """Per output scale: the seed-mean correlation corr(f_i, f_j) of what blocks i and j add
-    to the stream, off-diagonal only, on one symmetric colour scale."""
+    to the stream, off-diagonal only, as a seaborn heatmap on one symmetric colour scale."""
     corr = deepest(fits, "block_corr")
     scales = sorted(corr["out_scale"].unique())
     vmax = float(corr["mean"].abs().max())
-    fig, axes = plt.subplots(1, len(scales), figsize=(4.2 * len(scales), 3.8), squeeze=False)
+    n = int(corr["n_seeds"].max())
+    fig, axes = grid(1, len(scales), 3.0, 2.8)
     for ax, scale in zip(axes[0], scales, strict=True):
         sub = corr[corr["out_scale"] == scale]
         L = int(sub["depth"].iloc[0])
-        matrix = np.full((L, L), np.nan)
+        blocks = np.arange(1, L + 1)
+        values = np.full((L, L), np.nan)
         i, j = sub["row"].to_numpy(int) - 1, sub["layer"].to_numpy(int) - 1
-        matrix[i, j] = matrix[j, i] = sub["mean"].to_numpy()
-        image = ax.imshow(matrix, cmap="RdBu_r", vmin=-vmax, vmax=vmax,
-                          extent=(0.5, L + 0.5, L + 0.5, 0.5), interpolation="nearest")
-        ax.grid(False)
+        values[i, j] = values[j, i] = sub["mean"].to_numpy()
+        matrix = pd.DataFrame(values, index=blocks, columns=blocks)
+        step = max(1, L // 6)
+        sns.heatmap(matrix, cmap="RdBu_r", vmin=-vmax, vmax=vmax, center=0, square=True,
+                    xticklabels=step, yticklabels=step, ax=ax,
+                    cbar_kws={"label": f"corr(f_i, f_j), mean of {n} seeds", "shrink": 0.8})
         ax.set_title(f"output scale {scale:g}\nmean off-diagonal {sub['mean'].mean():.1e}")
         ax.set_xlabel("block j")
         ax.set_ylabel("block i")
-        fig.colorbar(image, ax=ax, shrink=0.8)
-    n = int(corr["n_seeds"].max())
-    fig.suptitle(r"Correlation of block outputs $f_k = x_k - x_{k-1}$ (Pre-LN, init, mean of "
-                 f"{n} seeds)", fontsize=9)
     return fig

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from depthlab.analysis.omega import fit_range, independent_abs
+from depthlab.analysis.omega import fit_range, general_abs, independent_abs
 from depthlab.analysis.stats import ols_slope, summarise_seeds
 
 KEYS = ["arm", "label", "placement", "depth", "out_scale"]
@@ -28,6 +28,8 @@ def _wide(table: pd.DataFrame, metric: str) -> pd.DataFrame:
 
 def per_seed(table: pd.DataFrame) -> pd.DataFrame:
     """Per seed and cell: the independence prediction at every block (omega_abs_indep), the
+    note's general form 2 - 2 sqrt(V_{k-1}/V_k) with the seed's measured stream variances
+    (omega_abs_general, as E|D_k|; left out where V_k < V_{k-1}), the
     log-log slopes of mean |D_k| on k (omega_slope, layer = first block of the range), the
     ratio mean|D| at k = min(24, L) over k = 1 (omega_ratio, layer = that k), and the checks of
     the assumption: (V_L - V_0) / sum_k Var f_k (var_additivity, 1 if uncorrelated), mean
@@ -58,6 +60,9 @@ def per_seed(table: pd.DataFrame) -> pd.DataFrame:
         v = stream_var.loc[index].dropna().to_numpy()
         for layer, value in enumerate(independent_abs(v[0], bv), start=1):
             add(index, "omega_abs_indep", value, layer)
+        for layer, value in enumerate(general_abs(v), start=1):
+            if np.isfinite(value):
+                add(index, "omega_abs_general", value, layer)
         add(index, "var_additivity", (v[-1] - v[0]) / bv.sum())
         quarter = max(1, depth // 4)
         add(index, "block_var_drift", bv[-quarter:].mean() / bv[:quarter].mean())

@@ -11,9 +11,11 @@ TARGETS = declare(
         "theory096: mean |LN(x_k) - LN(x_k-1)| against k with omega_k, log-log, seed band",
         draw="figures:omega_vs_theory", reads=("*",),
         caption=r"Mean \|LN(x_k) − LN(x_{k−1})\| per coordinate (units of a normalised "
-        "coordinate) against block k, log-log, with the note's ω_k·√(2/π) (input counted as "
-        "term 0 or 1), the O(1/√k) asymptote and the prediction of the theorem with the "
-        "measured block variances; median and seed band, per output scale.",
+        "coordinate) against block k, log-log, beside theory, each curve named by its source: "
+        "the note's ω_k·√(2/π) (input counted as term 0 or 1), the note's general form "
+        "ω_k² = 2 − 2√(V_{k−1}/V_k) with each seed's measured stream variance V_k, and the "
+        "theorem with the measured block-output variances; median, band: seed range (theory: "
+        "median across seeds), per output scale.",
     ),
     Target(
         "table_omega_exponent",

@@ -8,16 +8,16 @@ import pandas as pd
 
 from depthlab.analysis.omega import formula_abs
 from depthlab.analysis.select import pick
-from depthlab.analysis.style import band, log_scale
-from depthlab.pipeline.placements import COLORS, LABELS
+from depthlab.analysis.style import band, grid, legend, log_scale, steps_axis, ylabel
+from depthlab.pipeline.placements import COLORS, LABELS, MARKERS, ORDER
 
+NAMES = {"delta_attn": "attention increment", "delta_mlp": "MLP increment"}  # for readers
 WARMUP_STYLES = ("-", "--", ":", "-.")
 
 
-def _grid(n_rows: int, n_cols: int, size=(3.0, 2.7)):
-    fig, axes = plt.subplots(n_rows, n_cols, figsize=(size[0] * n_cols, size[1] * n_rows),
-                             squeeze=False, sharex="col")
-    return fig, axes
+def _grid(n_rows: int, n_cols: int, size=(2.6, 2.1)):
+    """Panels sharing x by column and y by row (one quantity and placement per row)."""
+    return grid(n_rows, n_cols, *size, sharex="col", sharey="row")
 
 
 def _step_colors(steps) -> dict[int, tuple]:
@@ -33,11 +33,11 @@ def _cells(frame: pd.DataFrame) -> list[tuple[int, int]]:
 
 
 def _by_checkpoint(fits: pd.DataFrame, quantities: list[str], placements: list[str],
-                   ylabel: str, title: str, log_x: bool = False, log_y: bool = True,
+                   label: str, title: str, log_x: bool = False, log_y: bool = True,
                    reference=None, reference_label: str = ""):
     """Rows = quantity x placement, columns = (depth, warmup); one line per checkpoint step
-    (colour) of the median by layer, seed range as a band. `reference(layers)` draws a
-    black dashed curve on each panel."""
+    (colour) of the median by layer, seed range as a band; y label `label`. `reference(layers)`
+    draws a black dashed curve on each panel."""
     rows = [(q, p) for q in quantities for p in placements
             if not pick(fits, quantity=q, placement=p).empty]
     cells = _cells(pd.concat([pick(fits, quantity=q, placement=p) for q, p in rows]))
@@ -59,13 +59,23 @@ def _by_checkpoint(fits: pd.DataFrame, quantities: list[str], placements: list[s
                 log_scale(ax, "x")
             ax.set_title(f"{LABELS[placement]}, L = {depth}, warmup {warmup}",
                          fontsize=8)
-            if c == 0:
-                ax.set_ylabel(ylabel.format(quantity=quantity))
-            if r == len(rows) - 1:
-                ax.set_xlabel("layer")
-    axes[0][-1].legend(fontsize=6)
+            ax.set_ylabel(label.format(quantity=NAMES.get(quantity, quantity)))
+            ax.set_xlabel("layer")
+            ax.label_outer()
+    ylabel(axes[0][0], label.format(quantity=NAMES.get(rows[0][0], rows[0][0])),
+           pick(fits, quantity=rows[0][0]))
+    legend(fig, [], extra=_unique(axes), ncol=4)
     fig.suptitle(title)
     return fig
+
+
+def _unique(axes) -> list:
+    """The (handle, label) pairs of the panels' labelled lines, one per label."""
+    pairs = {}
+    for ax in axes.flat:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            pairs.setdefault(label, handle)
+    return [(h, lab) for lab, h in pairs.items()]
 
 
 def loss(fits: pd.DataFrame):
@@ -75,7 +85,7 @@ def loss(fits: pd.DataFrame):
     train = pick(fits, quantity="train_loss")
     val = pick(fits, quantity="val_loss")
     entropy = pick(fits, quantity="unigram_entropy")["median"].iloc[0]
-    placements = [p for p in LABELS if p in set(train["placement"])]
+    placements = [p for p in ORDER if p in set(train["placement"])]
     depths = sorted(train["depth"].unique())
     warmups = sorted(train["warmup_steps"].unique())
     fig, axes = _grid(len(placements), len(depths), size=(3.6, 2.8))
@@ -95,12 +105,12 @@ def loss(fits: pd.DataFrame):
                             ms=2.5, lw=0.8, label=f"validation, warmup {int(warmup)}")
             ax.axhline(entropy, color="grey", lw=0.8, ls="-.", label="unigram entropy")
             ax.set_title(f"{LABELS[placement]}, L = {int(depth)}", fontsize=8)
-            if c == 0:
-                ax.set_ylabel("loss (nats/char)")
-            if r == len(placements) - 1:
-                ax.set_xlabel("step")
-    axes[0][-1].legend(fontsize=6)
-    fig.suptitle("Character-level loss on Tiny Shakespeare (median and seed range)")
+            ax.set_ylabel("loss (nats/char)")
+            ax.set_xlabel("step")
+            ax.label_outer()
+    ylabel(axes[0][0], "loss (nats/char)", val)
+    legend(fig, [], extra=_unique(axes), ncol=3)
+    fig.suptitle("Character-level loss on Tiny Shakespeare")
     return fig
 
 
@@ -112,23 +122,22 @@ def grad_ratio(fits: pd.DataFrame):
     warmups = sorted(ratio["warmup_steps"].unique())
     fig, axes = _grid(1, len(depths), size=(3.8, 3.2))
     for ax, depth in zip(axes[0], depths, strict=True):
-        for placement in LABELS:
+        for placement in ORDER:
             for i, warmup in enumerate(warmups):
                 sub = pick(ratio, quantity="grad_ratio", depth=depth, placement=placement,
                          warmup_steps=warmup)
                 if not sub.empty:
                     band(ax, sub, "step", f"{LABELS[placement]}, warmup {int(warmup)}",
                          COLORS[placement], ls=WARMUP_STYLES[i % len(WARMUP_STYLES)],
-                         marker="o", ms=3)
+                         marker=MARKERS[placement], ms=3.5)
         ax.axhline(1, color="grey", lw=0.8, ls="--")
-        ax.set_xscale("symlog", linthresh=10)
-        ax.set_xlim(left=0)
+        steps_axis(ax)
         log_scale(ax, "y")
         ax.set_xlabel("step")
         ax.set_title(f"L = {int(depth)}")
-    axes[0][0].set_ylabel("‖g_1‖ / ‖g_L‖ (probe batch)")
-    axes[0][-1].legend(fontsize=6)
-    fig.suptitle("First/last block gradient ratio during training (median, seed range)")
+        ax.label_outer()
+    ylabel(axes[0][0], "‖g_1‖ / ‖g_L‖ (probe batch)", ratio)
+    legend(fig, [], extra=_unique(axes), ncol=2)
     return fig
 
 

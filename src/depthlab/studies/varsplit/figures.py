@@ -5,12 +5,16 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+import seaborn as sns
 
 from depthlab.analysis.select import pick
-from depthlab.analysis.style import band
+from depthlab.analysis.style import CI, band, grid, legend, ylabel
+from depthlab.pipeline.placements import PALETTE
 from depthlab.studies.varsplit.tables import SCHEME_NAMES, alpha_of, cells
 
-BRANCH_COLORS = {"attn": "tab:red", "mlp": "tab:blue"}
+# the two sublayers' look: (label, colour, marker) from the colour-blind palette
+BRANCHES = {"attn": ("attention", PALETTE[3], "o"), "mlp": ("MLP", PALETTE[0], "s")}
+INCREMENT = "variance added by the sublayer\n(input-variance units)"
 
 
 def _curve(fits: pd.DataFrame, cell: pd.Series, quantity: str) -> pd.DataFrame:
@@ -18,8 +22,16 @@ def _curve(fits: pd.DataFrame, cell: pd.Series, quantity: str) -> pd.DataFrame:
     return pick(fits, arm=cell["arm"], label=cell["label"], quantity=quantity).sort_values("layer")
 
 
+INIT_NAMES = {"torch_default": "PyTorch's default init", "fan_in": "fan-in init"}
+
+
 def _title(cell: pd.Series) -> str:
-    return f"init {cell['init']}, L = {int(cell['depth'])}"
+    return f"{INIT_NAMES.get(cell['init'], cell['init'])}, L = {int(cell['depth'])}"
+
+
+def _scheme_title(scheme: str) -> str:
+    """A scheme's name for a panel title, without the config key it sets."""
+    return SCHEME_NAMES[scheme].split(" (")[0]
 
 
 def _alpha_label(cell: pd.Series) -> str:
@@ -28,70 +40,72 @@ def _alpha_label(cell: pd.Series) -> str:
 
 
 def increments_by_layer(fits: pd.DataFrame):
-    """delta_attn(l) and delta_mlp(l) against the block l for each unscaled cell: seed mean with
-    the 95% t-interval, the crossover layer marked."""
+    """The variance the attention and the MLP sublayer of block l add to the stream against l,
+    a panel per unscaled cell: seed mean with the 95% t-interval, the crossover layer marked."""
     unscaled = cells(fits, ("none",))
-    fig, axes = plt.subplots(1, len(unscaled), figsize=(4.6 * len(unscaled), 3.6), squeeze=False)
+    fig, axes = grid(1, len(unscaled), 3.0, 2.6)
+    extra = []
     for ax, (_, c) in zip(axes[0], unscaled.iterrows(), strict=True):
-        for branch, color in BRANCH_COLORS.items():
-            band(ax, _curve(fits, c, f"delta_{branch}"), "layer", f"delta_{branch}", color,
-                 lo="ci_lo", hi="ci_hi", mid="mean")
+        for branch, (label, color, marker) in BRANCHES.items():
+            band(ax, _curve(fits, c, f"delta_{branch}"), "layer", label, color, CI,
+                 marker=marker, ms=3.5)
         cross = _curve(fits, c, "crossover")
         if len(cross):
             at = cross["mean"].iloc[0]
-            ax.axvline(at, color="grey", ls="--", lw=0.8, label=f"crossover, layer {at:g}")
+            ax.axvline(at, color="grey", ls="--", lw=0.8)
+            ax.annotate(f"crossover\nblock {at:g}", (at, 1), xycoords=("data", "axes fraction"),
+                        xytext=(3, -3), textcoords="offset points", va="top", fontsize=7)
         ax.set_xlabel("block l")
+        ylabel(ax, INCREMENT, fits, CI)
         ax.set_title(_title(c))
-        ax.legend(fontsize=7)
-    axes[0][0].set_ylabel("variance added to the stream")
-    n = int(fits["n_seeds"].max())
-    fig.suptitle(f"Pre-LN variance increments per sublayer (mean, 95% CI of {n} seeds)")
+        extra = zip(*ax.get_legend_handles_labels(), strict=True)
+    legend(fig, [], extra=extra)
     return fig
 
 
 def token_correlation(fits: pd.DataFrame):
     """Mean pairwise token cosine of the stream after block l (0 = the input): the unscaled
     cells, and the cells of the branch-multiplier scheme, one line per alpha."""
-    fig, axes = plt.subplots(1, 2, figsize=(9.2, 3.6), sharey=True)
-    for i, (_, c) in enumerate(cells(fits, ("none",)).iterrows()):
-        band(axes[0], _curve(fits, c, "token_corr"), "layer", _title(c), f"C{i}", lo="ci_lo",
-             hi="ci_hi", mid="mean")
-    axes[0].set_title("unscaled")
+    fig, axes = grid(1, 2, 3.0, 2.6, sharey=True)
     branch = cells(fits, ("none", "branch"))
-    for i, (_, c) in enumerate(branch[branch["init"] == "fan_in"].iterrows()):
-        band(axes[1], _curve(fits, c, "token_corr"), "layer", _alpha_label(c), f"C{i}",
-             lo="ci_lo", hi="ci_hi", mid="mean")
-    axes[1].set_title(SCHEME_NAMES["branch"])
-    for ax in axes:
+    panels = ((cells(fits, ("none",)), _title, "unscaled"),
+              (branch[branch["init"] == "fan_in"], _alpha_label, _scheme_title("branch")))
+    for ax, (chosen, name, title) in zip(axes[0], panels, strict=True):
+        for i, (_, c) in enumerate(chosen.iterrows()):
+            band(ax, _curve(fits, c, "token_corr"), "layer", name(c),
+                 PALETTE[i % len(PALETTE)], CI)
+        ax.set_title(title, fontsize=8)
         ax.set_xlabel("layer l (stream after block l)")
-        ax.legend(fontsize=7)
-    axes[0].set_ylabel("mean pairwise token cosine")
-    fig.suptitle("Token correlation over depth (mean, 95% CI across seeds)")
+        ax.legend(fontsize=6)
+    ylabel(axes[0][0], "mean pairwise token cosine", fits, CI)
     return fig
 
 
 def attn_increment_vs_correlation(fits: pd.DataFrame):
-    """Seed-mean delta_attn(l) against the seed-mean token correlation of the stream block l
-    reads, coloured by l, with the fitted line (mean of per-seed OLS slope and intercept)."""
+    """Seed-mean attention increment against the seed-mean token correlation of the stream
+    block l reads, coloured by l (seaborn scatter), with the fitted line (mean of per-seed OLS
+    slope and intercept)."""
     unscaled = cells(fits, ("none",))
-    fig, axes = plt.subplots(1, len(unscaled), figsize=(4.6 * len(unscaled), 3.8), squeeze=False)
+    fig, axes = grid(1, len(unscaled), 3.2, 2.8)
     for ax, (_, c) in zip(axes[0], unscaled.iterrows(), strict=True):
         attn = _curve(fits, c, "delta_attn").set_index("layer")["mean"]
         corr = _curve(fits, c, "token_corr").set_index("layer")["mean"]
-        x = corr.loc[attn.index - 1].to_numpy()
-        points = ax.scatter(x, attn.to_numpy(), c=attn.index, cmap="viridis", s=14)
+        points = pd.DataFrame({"corr": corr.loc[attn.index - 1].to_numpy(),
+                               "attn": attn.to_numpy(), "block l": attn.index})
+        sns.scatterplot(points, x="corr", y="attn", hue="block l", palette="viridis", s=14,
+                        linewidth=0, legend=False, ax=ax)
         slope = _curve(fits, c, "link_slope")["mean"].iloc[0]
         intercept = _curve(fits, c, "link_intercept")["mean"].iloc[0]
         r = _curve(fits, c, "link_r")["mean"].iloc[0]
-        grid = np.linspace(x.min(), x.max(), 50)
-        ax.plot(grid, intercept + slope * grid, "k--", lw=0.9,
-                label=f"{intercept:.3g} {slope:+.3g}·corr (mean r = {r:.2f})")
-        fig.colorbar(points, ax=ax, label="block l")
-        ax.set_xlabel("token correlation of the stream block l reads")
+        x = np.linspace(points["corr"].min(), points["corr"].max(), 50)
+        ax.plot(x, intercept + slope * x, "k--", lw=0.9,
+                label=f"{intercept:.3g} {slope:+.3g}·corr\n(mean r = {r:.2f})")
+        scale = plt.cm.ScalarMappable(cmap="viridis", norm=plt.Normalize(1, attn.index.max()))
+        fig.colorbar(scale, ax=ax, label="block l")
+        ax.set_xlabel("token cosine of the stream block l reads")
+        ax.set_ylabel("attention increment\n(input-variance units, seed mean)")
         ax.set_title(_title(c))
-        ax.legend(fontsize=7)
-    axes[0][0].set_ylabel("delta_attn(l)")
-    fig.suptitle("Attention increment against token correlation (seed means)")
+        ax.legend(fontsize=6)
     return fig
 
 
@@ -107,27 +121,26 @@ def residual_scaling(fits: pd.DataFrame):
     symmetric log scale."""
     schemes = [s for s in ("branch", "init", "skip", "layerwise")
                if (fits["scheme"] == s).any()]
-    fig, axes = plt.subplots(2, len(schemes), figsize=(3.6 * len(schemes), 6.2), squeeze=False,
-                             sharex=True)
+    fig, axes = grid(2, len(schemes), 2.5, 2.2, sharex=True)
     unscaled = cells(fits, ("none",))
     unscaled = unscaled[unscaled["init"] == "fan_in"]
     for col, scheme in enumerate(schemes):
-        for _, c in pd.concat([unscaled, cells(fits, (scheme,))]).iterrows():
+        for i, (_, c) in enumerate(pd.concat([unscaled, cells(fits, (scheme,))]).iterrows()):
             label = "calibrated" if scheme == "layerwise" else _alpha_label(c)
             if c["scheme"] == "none":
                 label = "unscaled"
             for row, branch in enumerate(("attn", "mlp")):
                 curve = _curve(fits, c, f"delta_{branch}")
-                axes[row][col].plot(curve["layer"], curve["mean"] / _early_mean(curve),
-                                     label=label, lw=1)
+                sns.lineplot(x=curve["layer"].to_numpy(),
+                             y=(curve["mean"] / _early_mean(curve)).to_numpy(),
+                             color=PALETTE[i % len(PALETTE)], label=label, lw=1, legend=False,
+                             ax=axes[row][col])
         if scheme == "skip":  # the deep increments fall to round-off around 0
             for row in axes:
                 row[col].set_yscale("symlog", linthresh=1e-2)
-        axes[0][col].set_title(SCHEME_NAMES[scheme], fontsize=8)
+        axes[0][col].set_title(_scheme_title(scheme), fontsize=7)
         axes[1][col].set_xlabel("block l")
-        axes[0][col].legend(fontsize=6)
-    axes[0][0].set_ylabel("delta_attn(l) / early mean")
-    axes[1][0].set_ylabel("delta_mlp(l) / early mean")
-    fig.suptitle("Per-layer contributions under residual scaling (seed means; skip: unit-skip "
-                 "frame)")
+        axes[1][col].legend(fontsize=5.5, loc="upper center", bbox_to_anchor=(0.5, -0.3))
+        for row, branch in enumerate(("attention", "MLP")):
+            axes[row][col].set_ylabel(f"{branch} increment\n/ its early mean")
     return fig

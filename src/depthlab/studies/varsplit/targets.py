@@ -72,7 +72,9 @@ TARGETS = declare(
         "fig_residual_scaling",
         "varsplit: per-layer contributions under uniform and layerwise residual scales",
         draw="figures:residual_scaling", reads=("*",),
-        caption="Per-block contributions of each branch under uniform residual scales (several "
-        "alpha) and under the layerwise per-branch scales (units of the input variance).",
+        caption="Per-block variance increments of each branch (attention top, MLP bottom) "
+        "relative to their mean over the first quarter of the blocks, under uniform residual "
+        "scales (several alpha, a column per scheme) and under the layerwise per-branch "
+        "scales; seed means.",
     ),
 )

@@ -1,0 +1,7 @@
+"""Adapter: every figure of the run as thumbnails on one page."""
+
+from depthlab.analysis.render import contact_sheet
+from depthlab.core.logs import to_file
+
+to_file(snakemake.log[0])
+contact_sheet(list(snakemake.input), snakemake.output[0])
