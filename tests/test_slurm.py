@@ -143,13 +143,17 @@ def test_requests_cover_the_measured_tiny_jobs(tiny_run):
 
 
 @pytest.mark.workflow
-def test_gpu_overlay_sends_compute_jobs_to_a_gpu(tmp_path):
-    """A dry run with profiles/slurm plus the slurm-gpu overlay: every measure job asks for the
-    gpu partition, one GPU, cpus = threads, and the cost model's memory and runtime."""
+def test_gpu_profile_sends_compute_jobs_to_a_gpu(tmp_path):
+    """A dry run with profiles/slurm-gpu alone (self-contained: `--profile` stays free for a
+    site's own): every measure job asks for the gpu partition, one GPU, cpus = threads, and the
+    cost model's memory and runtime; the train jobs ask for a GPU; no localrule does."""
     work = copy_workflow(tmp_path)
-    out = run_snakemake(work, "-n", "--profile", "profiles/slurm",
-                        "--workflow-profile", "profiles/slurm-gpu",
+    out = run_snakemake(work, "-n", "--workflow-profile", "profiles/slurm-gpu",
                         "--configfile", "config/tiny.yaml").stdout
+    trains = re.findall(r"rule train:.*?resources: (.*?)\n", out, re.S)
+    assert trains and all("gpu=1" in r and "slurm_partition=gpu" in r for r in trains)
+    local = re.findall(r"rule (?:fit|aggregate|claims):.*?resources: (.*?)\n", out, re.S)
+    assert local and not any("gpu=" in r for r in local)
     config = yaml.safe_load((ROOT / "config/tiny.yaml").read_text())
     jobs = {f"study={j.study}, arm={j.arm}, job={j.job}": j for j in study_jobs(config)}
     blocks = re.findall(r"rule measure:.*?wildcards: (.*?)\n.*?resources: (.*?)\n", out, re.S)
