@@ -251,10 +251,12 @@ def measure_once(entry: dict, sample: Sample, statistic: str, doc, n_note: int,
     if kind == "directional":
         key, x = direction(doc), doc[direction(doc)]
         each = [outcomes.direction(key, x, lo, hi) for _, lo, hi in parts]
-        text = _seeds_on_side(doc, sample.per_seed())
+        # a seed's own value cannot 'contain' x: no per-seed description for `contains`
+        text = "" if key == "contains" else _seeds_on_side(doc, sample.per_seed())
         if len(parts) > 1:
-            text = (f"{each.count(SUPPORTED)} of {len(each)} members on the claimed side; "
-                    f"{_members_text(parts)}; {text}")
+            text = "; ".join(filter(None, [
+                f"{each.count(SUPPORTED)} of {len(each)} members on the claimed side",
+                _members_text(parts), text]))
         return {**out, "point": min(p for p, _, _ in parts), "lo": lo_all, "hi": hi_all,
                 "outcome": outcomes.members(each), "text": text}
     if len(parts) != 1:
