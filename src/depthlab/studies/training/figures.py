@@ -80,8 +80,8 @@ def _unique(axes) -> list:
 
 def loss(fits: pd.DataFrame):
     """Train loss (10-step running median of the per-step seed medians) and validation loss
-    (markers) against step; a panel per placement (row) and depth (column), a line style per
-    warmup arm; the grey line is the corpus's unigram entropy."""
+    (markers, seed range as a band) against step; a panel per placement (row) and depth
+    (column), a line style per warmup arm; the grey line is the corpus's unigram entropy."""
     train = pick(fits, quantity="train_loss")
     val = pick(fits, quantity="val_loss")
     entropy = pick(fits, quantity="unigram_entropy")["median"].iloc[0]
@@ -96,13 +96,12 @@ def loss(fits: pd.DataFrame):
                 style = WARMUP_STYLES[i % len(WARMUP_STYLES)]
                 where = {"placement": placement, "depth": depth, "warmup_steps": warmup}
                 t = pick(train, quantity="train_loss", **where).sort_values("step")
-                ax.plot(t["step"], t["median"].rolling(10, min_periods=1).median(), style,
-                        color=COLORS[placement], lw=0.8,
-                        label=f"train, warmup {int(warmup)}")
+                smooth = t["median"].rolling(10, min_periods=1).median()
+                band(ax, t.assign(median=smooth, min=smooth, max=smooth), "step",
+                     f"train, warmup {int(warmup)}", COLORS[placement], ls=style, lw=0.8)
                 v = pick(val, quantity="val_loss", **where).sort_values("step")
-                spread = [v["median"] - v["min"], v["max"] - v["median"]]
-                ax.errorbar(v["step"], v["median"], spread, fmt="o" + style, color="black",
-                            ms=2.5, lw=0.8, label=f"validation, warmup {int(warmup)}")
+                band(ax, v, "step", f"validation, warmup {int(warmup)}", "black", ls=style,
+                     lw=0.8, marker="o", ms=2.5)
             ax.axhline(entropy, color="grey", lw=0.8, ls="-.", label="unigram entropy")
             ax.set_title(f"{LABELS[placement]}, L = {int(depth)}", fontsize=8)
             ax.set_ylabel("loss (nats/char)")
