@@ -334,6 +334,7 @@ def _base_row(entry: dict, note: dict) -> dict:
         "band_lo": math.nan, "band_hi": math.nan, "half_band_lo": math.nan,
         "half_band_hi": math.nan, "n_seeds": math.nan, "shown": "—", "outcome": NOT_MEASURED,
         "verdict": NOT_MEASURED, "tolerance": describe_tolerance(entry),
+        "half_unit": entry.get("tolerance", {}).get("half_unit", 0.0),
         "tolerance_reason": entry.get("tolerance", {}).get("reason", ""),
         "by_construction": entry.get("by_construction", ""),
         "readings": "", "sensitivity": "", "experiments": "",
@@ -464,18 +465,13 @@ def finish(row: dict, readings: list, excluded: dict) -> dict:
         else:
             notes.append(f"listed as holding by construction ({row['by_construction']}), "
                          f"but measured {row['outcome']}")
-    width, precision = row["band_hi"] - row["band_lo"], 2 * _half_unit(row)
+    width, precision = row["band_hi"] - row["band_lo"], 2 * row["half_unit"]
     if np.isfinite(width) and precision and width > PRECISION_NOISE * precision:
         notes.append(f"the note's last printed digit is below the noise of "
                      f"{int(row['n_note'])} seeds (band {width / precision:.0f}x its precision)")
     row.update(verdict=verdict, readings="; ".join(allowed), sensitivity="; ".join(sensitivity),
                experiments="; ".join(experiments), notes="; ".join(notes))
     return row
-
-
-def _half_unit(row: dict) -> float:
-    tol = row["tolerance"]
-    return float(tol[1:]) if tol.startswith("±") and not tol.endswith("per k") else 0.0
 
 
 # ---------------------------------------------------------------- identification, the ledger
