@@ -76,15 +76,17 @@ def test_a_rule_cannot_change_without_a_changelog_entry():
     entries = check_claims(data)
     last = data["changelog"][-1]
     assert {"date", "change", "why", "results_seen", "fingerprint"} <= set(last)
-    now = fingerprint(entries, data["notes"], data["identify"])
+    now = fingerprint(entries, data["notes"], data["identify"], data["fits"])
     assert last["fingerprint"] == now, (
         "a rule of config/claims.yaml or the ledger's code changed: add a changelog entry "
         f"(date, change, why, results_seen) with fingerprint: {now}")
     edited_entries = copy.deepcopy(entries)
     edited_entries[0]["tolerance"] = {**edited_entries[0]["tolerance"], "reason": "x"}
-    assert fingerprint(edited_entries, data["notes"], data["identify"]) != now
+    assert fingerprint(edited_entries, data["notes"], data["identify"], data["fits"]) != now
     notes = {**data["notes"], "stack96": {**data["notes"]["stack96"], "seeds": 5}}
-    assert fingerprint(entries, notes, data["identify"]) != now
+    assert fingerprint(entries, notes, data["identify"], data["fits"]) != now
+    fewer = {**data["fits"], "training": {**data["fits"]["training"], "seeds": 2}}
+    assert fingerprint(entries, data["notes"], data["identify"], fewer) != now
 
 
 def with_edit(path: tuple, value) -> dict:
@@ -174,10 +176,11 @@ def fits(*rows) -> dict:
     return {"stack96": pd.DataFrame(list(rows) or [row(values=POOL), row(depth=6)])}
 
 
-def graded(fit=None, notes=None, settings=None, **changes) -> dict:
+def graded(fit=None, notes=None, settings=None, fit_rules=None, **changes) -> dict:
     """The ledger row of ENTRY with `changes` (its `reference` kept unless changed)."""
     entry = {**copy.deepcopy(ENTRY), **changes}
-    table, _ = ledger({"claims": [entry], "notes": NOTES if notes is None else notes},
+    table, _ = ledger({"claims": [entry], "notes": NOTES if notes is None else notes,
+                       "fits": fit_rules or {}},
                       fits() if fit is None else fit, settings)
     return table.iloc[0].to_dict()
 
@@ -230,6 +233,22 @@ def test_a_pool_smaller_than_the_note_s_seeds_or_other_settings_are_not_comparab
     assert result["verdict"] == "not comparable: d_model 64, note 128"
     same = {"stack96": {"grad": {"d_model": 128}}}
     assert graded(fits(row(values=POOL, arm="grad")), settings=same)["outcome"] == "supported"
+
+
+def test_a_fit_with_fewer_seeds_than_the_claims_file_asks_is_not_graded():
+    """`fits: {stack96: {seeds: 40, run: ...}}`: a direction that holds on 6 seeds is not graded
+    on a fit with fewer seeds than the claims file asks of it; it names the run that has them."""
+    direction = {"kind": "directional", "documented": {"above": 1}, "statistic": "mean",
+                 "tolerance": {"reason": "r"}, "reference": None}
+    assert graded(fits(row(), row(depth=6)), **direction)["outcome"] == "supported"
+    rules = {"stack96": {"seeds": 40, "run": "config/big.yaml"}}
+    result = graded(fits(row(), row(depth=6)), fit_rules=rules, **direction)
+    assert result["verdict"] == "not comparable: seeds 6, the ledger needs 40 (config/big.yaml)"
+    assert graded(fits(row(values=POOL), row(depth=6, values=POOL)), fit_rules=rules,
+                  **direction)["outcome"] == "not comparable"
+    rules = {"stack96": {"seeds": 36, "run": "config/big.yaml"}}
+    assert graded(fits(row(values=POOL), row(depth=6, values=POOL)), fit_rules=rules,
+                  **direction)["outcome"] == "supported"
 
 
 @pytest.mark.parametrize("documented, statistic, expected", [

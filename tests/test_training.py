@@ -14,8 +14,11 @@ from conftest import SHIPPED_CORPUS, SMALL_CORPUS, copy_workflow, run_snakemake
 from torch.utils.flop_counter import FlopCounterMode
 
 from depthlab.core.corpus import CorpusError, fetch_corpus, read_corpus, split, unigram_entropy
+from depthlab.core.model import StackParams
 from depthlab.core.probes import pass_rows
 from depthlab.core.train import (
+    CharModel,
+    ablation_rows,
     build_model,
     fixed_batches,
     load_weights,
@@ -23,6 +26,7 @@ from depthlab.core.train import (
     probe_model,
     save_weights,
     train_cell,
+    validation_loss,
     windows,
 )
 from depthlab.pipeline import cost
@@ -170,6 +174,40 @@ def test_probes_on_a_checkpoint_equal_probes_on_the_loaded_weights(tmp_path, cor
     assert all(t.grad is None for t in loaded.leaves())
 
 
+@pytest.mark.parametrize("placement", ["pre", "post", "lns", "resi_dual"])
+def test_a_removed_block_is_the_identity_in_its_place(corpus, placement):
+    """Block ablation: removing block l equals running the stack whose block l adds nothing
+    where it can (Pre-LN family: its output weights and biases zeroed, bit for bit), and for
+    every placement leaves every other block with its own index (the stack without block l,
+    re-indexed, differs for LN-Scaling, whose branch scale is 1/sqrt(l))."""
+    ids, _ = corpus
+    s = tiny(placement=placement, depth=3)
+    ts = TrainSettings(steps=1, checkpoints=(0,), eval_batches=2)
+    _, val = split(ids, ts.val_fraction)
+    val_data = torch.as_tensor(val)
+    starts, _ = fixed_batches(val_data, s, ts)
+    model = build_model(s, s.seed_list())
+    ablated = validation_loss(model, val_data, starts, s, removed=2)
+    full = validation_loss(model, val_data, starts, s)
+    assert not torch.equal(ablated, full)
+    if placement in ("pre", "lns"):
+        silent = CharModel(model.embed, model.pos, StackParams(
+            [{k: (v.detach() * 0 if i == 1 and k in ("wo", "bo", "w2", "b2") else v)
+              for k, v in b.items()} for i, b in enumerate(model.stack.blocks)],
+            model.stack.final))
+        assert torch.equal(validation_loss(silent, val_data, starts, s), ablated)
+    if placement == "lns":  # the two-block stack, re-indexed, is another model
+        shorter = CharModel(model.embed, model.pos, StackParams(
+            [model.stack.blocks[0], model.stack.blocks[2]], model.stack.final))
+        other = validation_loss(shorter, val_data, starts, dataclasses.replace(s, depth=2))
+        assert not torch.allclose(other, ablated)
+    rows = ablation_rows(model, val_data, starts, s, step=1)
+    assert sorted(rows["layer"].unique()) == [1, 2, 3] and len(rows) == 3 * s.seeds
+    assert (rows["metric"] == "ablated_val_loss").all()
+    at2 = rows[rows["layer"] == 2].sort_values("seed")["value"].to_numpy()
+    np.testing.assert_array_equal(at2, ablated.numpy())
+
+
 def test_batched_seeds_train_as_if_alone(corpus):
     """Summed per-seed losses and element-wise AdamW: seed 1 trained beside seed 0 equals seed 1
     trained alone (float64)."""
@@ -217,6 +255,12 @@ def test_training_study_of_the_tiny_run(tiny_run):
     # the probes ran at every checkpoint, the warmup arms differ only in their schedule
     assert set(table.loc[table["metric"] == "grad_ratio", "step"]) == {0, 3, 10, 12}
     assert set(table["warmup_steps"]) == {0, 4}
+    # the arm without the final norm, and block ablation at the last step (one row per block)
+    assert set(table.loc[table["arm"] == "nofinalnorm", "final_norm"]) == {"off"}
+    ablated = table[table["metric"] == "ablated_val_loss"]
+    assert set(ablated["step"]) == {12}
+    per_cell = ablated.groupby(["arm", "label", "seed"])["layer"].agg(["min", "max", "count"])
+    assert (per_cell["min"] == 1).all() and (per_cell["count"] == per_cell["max"]).all()
     summary = pd.read_csv(tiny_run / "results/tables/training_summary.csv")
     assert summary["verdict"].notna().all()
 

@@ -363,9 +363,11 @@ def comparable(note: dict, arms: set[str], settings: dict | None) -> str:
 
 
 def evaluate_entry(entry: dict, fits: dict[str, pd.DataFrame], notes: dict,
-                   settings: dict | None = None) -> tuple[dict, list]:
+                   settings: dict | None = None, fit_rules: dict | None = None
+                   ) -> tuple[dict, list]:
     """One ledger row under the primary reading, and [(reading, measurement)] of its
-    readings; the final outcome waits for the identification of readings (ledger)."""
+    readings; the final outcome waits for the identification of readings (ledger).
+    `fit_rules`: the claims file's `fits:` (the fewest seeds a fit's rows need)."""
     note = notes.get(entry["note"], {})
     row = _base_row(entry, note)
     if entry["kind"] == "not_measurable":
@@ -400,6 +402,10 @@ def evaluate_entry(entry: dict, fits: dict[str, pd.DataFrame], notes: dict,
         and statistic != "seed0" else 2
     if pool < needs:
         differ = "; ".join(filter(None, [differ, f"seeds {pool}, note {needs}"]))
+    least = (fit_rules or {}).get(measure["fit"])
+    if least and pool < least["seeds"]:
+        differ = "; ".join(filter(None, [differ, f"seeds {pool}, the ledger needs "
+                                                 f"{least['seeds']} ({least['run']})"]))
     if differ:
         row.update(outcome=NOT_COMPARABLE, verdict=f"{NOT_COMPARABLE}: {differ}",
                    n_seeds=pool)
@@ -513,7 +519,8 @@ def ledger(claims: dict, fits: dict[str, pd.DataFrame],
     evaluated = {}
     for entry in claims["claims"]:
         if "restates" not in entry:
-            evaluated[entry["id"]] = evaluate_entry(entry, fits, notes, settings)
+            evaluated[entry["id"]] = evaluate_entry(entry, fits, notes, settings,
+                                                    claims.get("fits"))
     excluded, records = identify(claims.get("identify", []), evaluated)
     rows, by_id = [], {}
     for entry in claims["claims"]:

@@ -30,7 +30,9 @@ One entry per numeric or directional sentence of the notes, in note order:
 
 A reading may carry `experiment: true`: a manipulation the note does not mention, listed beside
 the outcome and never a reading. Top level: `notes:` (each note's title, seeds, source and stated
-settings) and `identify:` (which entries' numbers identify each open setting's reading).
+settings), `identify:` (which entries' numbers identify each open setting's reading) and
+`fits:` (per fit, the fewest seeds its rows need before an entry is graded, and the run that
+has them: `training: {seeds: 5, run: "..."}`; fewer seeds read "not comparable").
 
 Kinds and their `documented`:
 - quantitative: a number, or {value, ci: [lo, hi], n} when the note gives its own 95% interval
@@ -79,7 +81,7 @@ NOTE_KEYS = ("title", "seeds", "source", "settings")
 RULE_CODE = ("ledger.py", "outcomes.py", "bands.py", "expressions.py")
 
 
-TOP_KEYS = ("changelog", "reasons", "shared", "notes", "identify", "claims")
+TOP_KEYS = ("changelog", "reasons", "shared", "notes", "identify", "fits", "claims")
 
 
 class ClaimsError(ConfigError):
@@ -275,12 +277,12 @@ def check_entry(entry, fits: tuple = FITS, earlier: set | None = None) -> None:
 
 
 def fingerprint(entries: list[dict], notes: dict | None = None,
-                identify: list | None = None) -> str:
+                identify: list | None = None, fits: dict | None = None) -> str:
     """sha256 (16 hex digits) of every entry's rules (its kind, documented value, statistic,
     measurement, tolerance, readings, source, what it restates), by id, of the notes' stated
     settings and the identification of readings, and of the ledger's code (RULE_CODE)."""
     rules = {e["id"]: {k: e[k] for k in RULE_KEYS if k in e} for e in entries}
-    digest = hashlib.sha256(json.dumps([rules, notes or {}, identify or []],
+    digest = hashlib.sha256(json.dumps([rules, notes or {}, identify or [], fits or {}],
                                        sort_keys=True).encode())
     for name in RULE_CODE:
         digest.update((Path(__file__).parent / name).read_bytes())
@@ -311,6 +313,7 @@ def check_claims(data, fits: tuple = FITS) -> list[dict]:
             raise ClaimsError(f"id={entry['id']!r} is used twice")
         seen.add(entry["id"])
     _check_notes(data.get("notes", {}))
+    _check_fits(data.get("fits", {}), fits)
     _check_identify(data.get("identify", []), {e["id"]: e for e in data["claims"]})
     return data["claims"]
 
@@ -329,6 +332,18 @@ def _check_notes(notes) -> None:
             raise ClaimsError(f"notes.{note}.seeds={spec['seeds']!r} must be a positive integer")
         if not isinstance(spec.get("settings", {}), dict):
             raise ClaimsError(f"notes.{note}.settings must be a mapping of stated settings")
+
+
+def _check_fits(rules, fits: tuple) -> None:
+    if not isinstance(rules, dict):
+        raise ClaimsError(f"fits={rules!r} must map a fit to {{seeds, run}}")
+    for fit, spec in rules.items():
+        if fit not in fits:
+            raise ClaimsError(f"fits: {fit!r} is not one of {list(fits)}")
+        _keys(f"fits.{fit}", spec, ("seeds", "run"), ("seeds", "run"))
+        if isinstance(spec["seeds"], bool) or not isinstance(spec["seeds"], int) \
+                or spec["seeds"] < 2:
+            raise ClaimsError(f"fits.{fit}.seeds={spec['seeds']!r} must be an integer >= 2")
 
 
 def _check_identify(rules, entries: dict) -> None:
@@ -361,7 +376,7 @@ def read_claims_file(path: str | Path) -> dict:
 
 
 def load_claims(path: str | Path, fits: tuple = FITS) -> dict:
-    """The checked claims file ({claims, notes, identify}); ClaimsError (one line, naming the
+    """The checked claims file ({claims, notes, identify, fits}); ClaimsError (one line, naming the
     file) if the file is missing, not YAML, or has a bad entry."""
     data = read_claims_file(path)
     try:
@@ -369,4 +384,4 @@ def load_claims(path: str | Path, fits: tuple = FITS) -> dict:
     except ClaimsError as err:
         raise ClaimsError(f"claims file {path}: {err}") from None
     return {"claims": entries, "notes": data.get("notes", {}),
-            "identify": data.get("identify", [])}
+            "identify": data.get("identify", []), "fits": data.get("fits", {})}

@@ -322,6 +322,7 @@ def forward(
     x: Tensor,
     s: RunSettings,
     branch_scales: list[tuple[float, float]] | None = None,
+    removed: int | None = None,
 ) -> tuple[Tensor, Trace]:
     """Run the stack on x (S, B, T, d); returns the head input (S, N, d) and the trace.
 
@@ -330,6 +331,8 @@ def forward(
     (placements with branch_scales), default residual_scale for both; s.skip multiplies the skip
     path of both sublayers. The head input is the last stream after the final LN (if any), or
     for a placement that carries a second stream, the last stream plus the final LN of it.
+    `removed` = l (1-based) ablates block l: the streams pass it unchanged (the identity map), and
+    every other block keeps its own index (placements whose constants depend on it).
     """
     placement = PLACEMENTS[s.placement]
     S = x.shape[0]
@@ -339,6 +342,11 @@ def forward(
     trace = Trace(stream=[h], carry=[h] if placement.carry else [])
     uniform = (s.residual_scale, s.residual_scale)
     for layer, p in enumerate(params.blocks):
+        if layer + 1 == removed:
+            trace.stream.append(h)
+            if placement.carry:
+                trace.carry.append(trace.carry[-1])
+            continue
         scale = branch_scales[layer] if branch_scales is not None else uniform
         ops = BlockOps(p, s, scale, trace, layer + 1, trace.carry[-1] if placement.carry else None)
         h = placement.block(h, ops)

@@ -67,12 +67,14 @@ def embed_tokens(model: CharModel, ids: Tensor) -> Tensor:
     return model.embed[seed_index, ids] + model.pos[:, None, : ids.shape[-1]]
 
 
-def model_loss(model: CharModel, ids: Tensor, s: RunSettings, trace_grads: bool = False):
+def model_loss(model: CharModel, ids: Tensor, s: RunSettings, trace_grads: bool = False,
+               removed: int | None = None):
     """Per-seed mean next-character cross-entropy (nats) of windows ids (S, B, T+1): predict
-    ids[..., 1:] from ids[..., :-1]. Returns the losses (S,) and the forward trace."""
+    ids[..., 1:] from ids[..., :-1], with block `removed` (1-based) ablated if given. Returns
+    the losses (S,) and the forward trace."""
     s = dataclasses.replace(s, batch=ids.shape[1])
     x = embed_tokens(model, ids[..., :-1])
-    y, trace = forward(model.stack, x, s)
+    y, trace = forward(model.stack, x, s, removed=removed)
     if trace_grads:
         for t in trace.stream:
             t.retain_grad()
@@ -119,6 +121,35 @@ def optimizer(model: CharModel, ts: TrainSettings) -> torch.optim.AdamW:
     return torch.optim.AdamW(groups, lr=ts.lr, betas=(ts.beta1, ts.beta2), eps=ts.eps)
 
 
+@torch.no_grad()
+def validation_loss(model: CharModel, val_data: Tensor, eval_starts: np.ndarray, s: RunSettings,
+                    removed: int | None = None) -> Tensor:
+    """Per-seed next-character loss (nats, shape (S,)) averaged over the fixed validation
+    batches `eval_starts`, with block `removed` ablated if given."""
+    span = s.tokens + 1
+    return torch.stack([
+        model_loss(model, windows(val_data, b, span).expand(s.seeds, -1, -1), s,
+                   removed=removed)[0]
+        for b in eval_starts]).mean(0)
+
+
+def ablation_rows(model: CharModel, val_data: Tensor, eval_starts: np.ndarray, s: RunSettings,
+                  step: int) -> pd.DataFrame:
+    """Block ablation of the trained stack: `ablated_val_loss` (nats) at layer l is the
+    validation loss with block l removed (the identity map in its place, every other block
+    unchanged), for l = 1..L, on the same batches as `val_loss` (the loss it raises is the
+    difference; LN-Scaling's "deep layers contribute more" and the notes' refinement claims
+    are read from it)."""
+    seeds = s.seed_list()
+    values = torch.stack([validation_loss(model, val_data, eval_starts, s, removed=layer)
+                          for layer in range(1, s.depth + 1)]).cpu().numpy()  # (L, S)
+    return pd.DataFrame({
+        "seed": np.tile(seeds, s.depth), "layer": np.repeat(np.arange(1, s.depth + 1), len(seeds)),
+        "sublayer": "block", "metric": "ablated_val_loss", "value": values.reshape(-1),
+        "step": step,
+    })
+
+
 @dataclass
 class TrainResult:
     """The tidy rows of one trained cell and its final weights."""
@@ -153,8 +184,8 @@ def train_cell(s: RunSettings, ts: TrainSettings, ids: np.ndarray, cell: str = "
     Rows (one per seed, step, layer, sublayer, metric): `train_loss` (nats, the batch of update
     step+1 under the weights after `step` updates), `val_loss` (nats, mean over the fixed
     validation batches, every eval_every steps and at each checkpoint), at each checkpoint
-    every probe plus `loss` (the probe batch's loss), and the corpus's `unigram_entropy`
-    (nats, step 0). Raises NonFiniteError on NaN or inf.
+    every probe plus `loss` (the probe batch's loss), the corpus's `unigram_entropy`
+    (nats, step 0) and, at the last step, `ablation_rows`. Raises NonFiniteError on NaN or inf.
     """
     check_device(s.device)
     train_ids, val_ids = split(ids, ts.val_fraction)
@@ -180,10 +211,7 @@ def train_cell(s: RunSettings, ts: TrainSettings, ids: np.ndarray, cell: str = "
             probe_frames.append(frame)
             progress.step(f"checkpoint {step}")
         if step % ts.eval_every == 0 or step in ts.probe_steps:
-            with torch.no_grad():
-                val = torch.stack([
-                    model_loss(model, windows(val_data, b, span).expand(n_seeds, -1, -1), s)[0]
-                    for b in eval_starts]).mean(0)
+            val = validation_loss(model, val_data, eval_starts, s)
             _check_finite(val[None], seeds, "val_loss", step, cell)
             val_steps.append(step)
             val_losses.append(val)
@@ -203,12 +231,15 @@ def train_cell(s: RunSettings, ts: TrainSettings, ids: np.ndarray, cell: str = "
             _check_finite(recent, seeds, "train_loss", step + 1 - ts.eval_every, cell)
     train = torch.stack(train_losses)
     _check_finite(train, seeds, "train_loss", 0, cell)
+    ablation = ablation_rows(model, val_data, eval_starts, s, ts.steps)
+    check_finite(ablation, f"{cell} ablation at step {ts.steps}")
     entropy = torch.full((1, n_seeds), unigram_entropy(ids))
     frame = pd.concat([
         _loss_rows("unigram_entropy", [0], entropy, seeds),
         _loss_rows("train_loss", list(range(ts.steps)), train, seeds),
         _loss_rows("val_loss", val_steps, torch.stack(val_losses), seeds),
         *probe_frames,
+        ablation,
     ], ignore_index=True)
     for key, value in {**s.as_columns(), **ts.as_columns()}.items():
         frame[key] = value

@@ -32,12 +32,19 @@ def _cells(frame: pd.DataFrame) -> list[tuple[int, int]]:
     return sorted(map(tuple, pairs.to_numpy()))
 
 
+def _normed(fits: pd.DataFrame) -> pd.DataFrame:
+    """The cells with their final norm (the figures compare placements and warmup; an arm
+    without the final norm is read in the summary table and the claims ledger)."""
+    return fits[fits["final_norm"] != "off"]
+
+
 def _by_checkpoint(fits: pd.DataFrame, quantities: list[str], placements: list[str],
                    label: str, title: str, log_x: bool = False, log_y: bool = True,
                    reference=None, reference_label: str = ""):
     """Rows = quantity x placement, columns = (depth, warmup); one line per checkpoint step
     (colour) of the median by layer, seed range as a band; y label `label`. `reference(layers)`
     draws a black dashed curve on each panel."""
+    fits = _normed(fits)
     rows = [(q, p) for q in quantities for p in placements
             if not pick(fits, quantity=q, placement=p).empty]
     cells = _cells(pd.concat([pick(fits, quantity=q, placement=p) for q, p in rows]))
@@ -82,8 +89,8 @@ def loss(fits: pd.DataFrame):
     """Train loss (10-step running median of the per-step seed medians) and validation loss
     (markers, seed range as a band) against step; a panel per placement (row) and depth
     (column), a line style per warmup arm; the grey line is the corpus's unigram entropy."""
-    train = pick(fits, quantity="train_loss")
-    val = pick(fits, quantity="val_loss")
+    train = pick(_normed(fits), quantity="train_loss")
+    val = pick(_normed(fits), quantity="val_loss")
     entropy = pick(fits, quantity="unigram_entropy")["median"].iloc[0]
     placements = [p for p in ORDER if p in set(train["placement"])]
     depths = sorted(train["depth"].unique())
@@ -116,7 +123,7 @@ def loss(fits: pd.DataFrame):
 def grad_ratio(fits: pd.DataFrame):
     """First/last block gradient ratio against step (symlog x), a panel per depth, a colour per
     placement and a line style per warmup arm; seed range as a band."""
-    ratio = pick(fits, quantity="grad_ratio")
+    ratio = pick(_normed(fits), quantity="grad_ratio")
     depths = sorted(ratio["depth"].unique())
     warmups = sorted(ratio["warmup_steps"].unique())
     fig, axes = _grid(1, len(depths), size=(3.8, 3.2))

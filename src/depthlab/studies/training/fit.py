@@ -16,7 +16,7 @@ import pandas as pd
 from depthlab.analysis.layers import last, omega_slope, summarise_checkpoints, wide
 from depthlab.analysis.stats import ols_slope
 
-KEYS = ["arm", "label", "placement", "depth", "warmup_steps"]
+KEYS = ["arm", "label", "placement", "depth", "warmup_steps", "final_norm"]
 SEED_KEYS = ["arm", "label", "seed", "step"]
 
 # name -> (description with units, how it deviates from "no effect": 'log' = ln(value),

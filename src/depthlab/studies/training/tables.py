@@ -42,16 +42,18 @@ def _row(init: pd.Series, end: pd.Series) -> dict:
 
 
 def summary(fits: pd.DataFrame, preserved_within: float = 0.2) -> pd.DataFrame:
-    """Per placement, depth, warmup and effect: the median at step 0 and at the last step with
-    the seed range, the change and the verdict (see `verdict`); then the validation loss
-    (change = end / step 0) against the corpus's unigram entropy."""
+    """Per placement, depth, warmup, final norm (auto: the placement's own; off) and effect:
+    the median at step 0 and at the last step with the seed range, the change and the verdict
+    (see `verdict`); then the validation loss (change = end / step 0) against the corpus's
+    unigram entropy."""
     rows = []
     entropy = pick(fits, quantity="unigram_entropy")["median"].iloc[0]
-    for (placement, depth, warmup), _ in pick(fits, quantity="val_loss").groupby(
-            ["placement", "depth", "warmup_steps"]):
+    for (placement, depth, warmup, final_norm), _ in pick(fits, quantity="val_loss").groupby(
+            ["placement", "depth", "warmup_steps", "final_norm"]):
         base = {"placement": LABELS[placement], "L": int(depth),
-                "warmup steps": int(warmup)}
-        where = {"placement": placement, "depth": depth, "warmup_steps": warmup}
+                "warmup steps": int(warmup), "final norm": final_norm}
+        where = {"placement": placement, "depth": depth, "warmup_steps": warmup,
+                 "final_norm": final_norm}
         for name, (description, _) in SUMMARIES.items():
             values = pick(fits, quantity=name, **where).sort_values("step")
             if values.empty:
