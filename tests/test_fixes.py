@@ -24,6 +24,7 @@ from depthlab.studies.fixes.fit import CALIBRATED, FIX_LABELS, QUANTITIES, fit
 SCHEMA = ROOT / "workflow/schemas/config.schema.yaml"
 DEPTHS = (2, 4)
 SMALL = {"d_model": 8, "heads": 2, "tokens": 8, "seeds": 3, "grad_of": "params"}
+WEIGHTED = [p for p in ORDER if p != "rezero"]  # ReZero's weights get no gradient at init
 
 
 def small_config() -> dict:
@@ -33,6 +34,11 @@ def small_config() -> dict:
     return {"studies": {"fixes": {"settings": SMALL, "arms": {
         "depth": {"axes": {"placement": every, "depth": list(DEPTHS)},
                   "pack": ["placement", "depth"]},
+        "grad_weights": {"settings": {"grad_of": "weights"},
+                         "axes": {"placement": WEIGHTED, "depth": [4]},
+                         "pack": ["placement", "depth"]},
+        "grad_ce": {"settings": {"loss": "cross_entropy"},
+                    "axes": {"placement": every, "depth": [4]}, "pack": ["placement", "depth"]},
         "width_16": {"settings": {"d_model": 16, "heads": 4, "depth": 4},
                      "axes": {"placement": every}, "pack": ["placement"]},
         "calib_base": {"settings": calib, "axes": {"placement": ["pre"], "depth": [4]}},
@@ -158,6 +164,24 @@ def test_tables_have_a_row_per_placement(fits):
     assert len(width) == 2 * len(ORDER) and sorted(width["d"].unique()) == [8, 16]
 
 
+def test_gradient_readings_table_has_every_placement_under_every_reading(fits):
+    """Each placement at the depth the reading arms share, under each reading measured; the
+    all-parameters MSE cell is the depth arm's (the same cell as probes_at_depth's); ReZero's
+    weight-matrix readings are 0/0 by construction, not a measurement."""
+    table = tables.grad_readings(fits)
+    assert table["L"].unique().tolist() == [4]
+    assert table["placement"].tolist() == [FIX_LABELS[p] for p in ORDER]
+    by = table.set_index("placement")
+    probes = tables.probes_at_depth(fits[fits["arm"] == "depth"], 4).set_index("placement")
+    assert (by["all parameters, MSE"] == probes["grad ratio ‖g_1‖/‖g_L‖"]).all()
+    assert by.loc[FIX_LABELS["rezero"], "weight matrices, MSE"] == "0/0 by construction"
+    assert by.loc[FIX_LABELS["pre"], "weight matrices, CE"] == "—"  # no such arm here
+    assert not (by.drop(FIX_LABELS["rezero"])["weight matrices, MSE"].str.contains("—|0/0")).any()
+    # the readings differ: the block's LN gains count under one and not the other
+    post = by.loc[FIX_LABELS["post"]]
+    assert post["all parameters, MSE"] != post["weight matrices, MSE"]
+
+
 def test_every_fixes_figure_draws(fits):
     import matplotlib.pyplot as plt
 
@@ -178,10 +202,12 @@ def test_configs_have_the_same_keys_and_every_placement():
             a for a in t["arms"] if not a.startswith("width")], study
         for spec in (*f["arms"].values(), *t["arms"].values()):
             placements = spec["axes"]["placement"]
-            assert placements in (list(ORDER), ["pre"]), placements
+            weights = spec.get("settings", {}).get("grad_of") == "weights"
+            assert placements in (list(ORDER), ["pre"], *([WEIGHTED] if weights else [])), \
+                placements
     for config in (full, tiny):
         jobs = check_config(config, SCHEMA)
-        assert len(jobs) <= 8  # packed: few jobs
+        assert len(jobs) <= 12  # packed: one job per arm, not one per cell
     # the full study's settings are stack96's (config/config.yaml)
     stack96 = yaml.safe_load((ROOT / "config/config.yaml").read_text())["studies"]["stack96"]
     for key, value in stack96["settings"].items():

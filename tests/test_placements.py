@@ -3,6 +3,7 @@ straightforward per-seed implementation written here with nn.Linear and nn.Layer
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -13,7 +14,7 @@ from torch import nn
 
 import depthlab.core.model as model
 from depthlab.core.measure import measure_cell
-from depthlab.core.model import build, forward, per_seed_loss
+from depthlab.core.model import OWN_INIT_STREAM, build, forward, per_seed_loss
 from depthlab.pipeline.placements import PLACEMENTS
 from depthlab.pipeline.settings import ConfigError, RunSettings
 
@@ -226,26 +227,23 @@ def test_deepnorm_init_and_skip():
                                rtol=1e-12)
 
 
-def test_deepnorm_draws_after_the_default_draw():
-    """Per block: nn.Linear's default init of q, k, v, o, W1, W2, then the xavier_normal_
-    re-draws in that order, from the seed's generator."""
+def test_deepnorm_redraws_from_its_own_generator_and_pairs_with_the_others():
+    """Per block: the xavier_normal_ re-draws of q, k, v, o, W1, W2 in that order from the
+    seed's second generator (seed + OWN_INIT_STREAM); the seed's main generator draws what it
+    draws for every other placement, so DeepNorm's input and target are Post-LN's."""
     s = small(placement="deepnorm", depth=2)
-    params, _ = build(s, [7])
-    g = torch.Generator().manual_seed(7)
+    params, draw = build(s, [7])
+    own = torch.Generator().manual_seed(7 + OWN_INIT_STREAM)
     beta = (8 * s.depth) ** -0.25
     d, f = s.d_model, s.ffn_mult * s.d_model
     shapes = {"q": (d, d), "k": (d, d), "v": (d, d), "o": (d, d), "1": (f, d), "2": (d, f)}
     for b in params.blocks:
-        for shape in shapes.values():
-            nn.init.kaiming_uniform_(torch.empty(shape, dtype=torch.float64), a=math.sqrt(5),
-                                     generator=g)
-            bound = 1 / math.sqrt(shape[1])
-            nn.init.uniform_(torch.empty(shape[0], dtype=torch.float64), -bound, bound,
-                             generator=g)
         for n, shape in shapes.items():
             w = torch.empty(shape, dtype=torch.float64)
-            nn.init.xavier_normal_(w, gain=1.0 if n in "qk" else beta, generator=g)
+            nn.init.xavier_normal_(w, gain=1.0 if n in "qk" else beta, generator=own)
             assert torch.equal(b[f"w{n}"][0], w), n
+    _, post = build(dataclasses.replace(s, placement="post"), [7])
+    assert torch.equal(draw.x, post.x) and torch.equal(draw.target, post.target)
 
 
 @pytest.mark.parametrize("options, message", [

@@ -94,6 +94,10 @@ def _block_shapes(s: RunSettings) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
+# the offset of the generator a placement's own init draws from (far from any seed in use)
+OWN_INIT_STREAM = 2**40
+
+
 def _linear_init(weight: Tensor, bias: Tensor, g: torch.Generator) -> None:
     """`nn.Linear.reset_parameters` drawing from generator `g`: weight and bias
     ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)) (kaiming_uniform_ with a = sqrt(5))."""
@@ -112,10 +116,12 @@ def _redraw(w: dict[str, Tensor], gains: dict[str, float], g: torch.Generator) -
         w[f"b{name}"].zero_()
 
 
-def _draw_block(s: RunSettings, w: dict[str, Tensor], g: torch.Generator) -> None:
+def _draw_block(s: RunSettings, w: dict[str, Tensor], g: torch.Generator,
+                own: torch.Generator) -> None:
     """Fill one seed's block parameters `w` (contiguous, one seed's shapes) in place from `g`,
     drawing exactly what building PyTorch's modules would draw, in their order; then a
-    placement's own init re-draws (DeepNorm), then out_scale, then norms 1/0 and gates 0."""
+    placement's own init re-draws (DeepNorm) from `own`, so that `g` draws the same for every
+    placement; then out_scale, then norms 1/0 and gates 0."""
     placement = PLACEMENTS[s.placement]
     if s.init == "fan_in":
         # weights ~ N(0, 1/fan_in), biases zero: each linear map preserves variance
@@ -138,7 +144,7 @@ def _draw_block(s: RunSettings, w: dict[str, Tensor], g: torch.Generator) -> Non
         for name in linears:
             _linear_init(w[f"w{name}"], w[f"b{name}"], g)
     if placement.init_gains is not None:
-        _redraw(w, placement.init_gains(s.depth), g)
+        _redraw(w, placement.init_gains(s.depth), own)
     if s.out_scale != 1.0:
         w["wo"].mul_(s.out_scale)
         w["w2"].mul_(s.out_scale)
@@ -171,8 +177,10 @@ def _stacked(S: int, shape: tuple[int, ...], kw: dict) -> Tensor:
 def build(s: RunSettings, seeds: list[int]) -> tuple[StackParams, Draw]:
     """Weights, input and target for each seed, from the seed's own generator
     (`torch.Generator().manual_seed(seed)`, the stream `torch.manual_seed(seed)` starts): the
-    blocks as PyTorch's modules draw them (each followed by its placement's own init re-draws,
-    if any), the loss head, then x, then the target.
+    blocks as PyTorch's modules draw them, the loss head, then x, then the target. A
+    placement's own init (DeepNorm's) re-draws its weights from a second generator,
+    `manual_seed(seed + OWN_INIT_STREAM)`, so every placement draws the same input, target
+    and (where its init is the default) weights for a seed: rows are paired.
 
     Each parameter is allocated once with its seed axis; the seeds are filled in parallel, on
     as many threads as torch's intra-op thread count (each writes its own slices, so the numbers
@@ -195,11 +203,12 @@ def build(s: RunSettings, seeds: list[int]) -> tuple[StackParams, Draw]:
         target = torch.empty(S, s.batch, s.tokens, d, **kw)
     x = torch.empty(S, s.batch, s.tokens, d, **kw)
     rng = [torch.Generator().manual_seed(seed) for seed in seeds]
+    own = [torch.Generator().manual_seed(seed + OWN_INIT_STREAM) for seed in seeds]
 
     def draw_seed(i: int) -> None:
         g, scratch = rng[i], _scratch(s, shapes, kw)
         for b in blocks:
-            _draw_block(s, scratch, g)
+            _draw_block(s, scratch, g, own[i])
             for k, v in b.items():
                 v[i].copy_(scratch[k])
         if s.loss == "cross_entropy":

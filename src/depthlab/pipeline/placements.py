@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 
 def post_ln(x, op):
-    """Post-LN, the original Transformer (Vaswani et al. 2017, sec. 5.4 of "Attention is all you
+    """Post-LN, the original Transformer (Vaswani et al. 2017, sec. 3.1 of "Attention is all you
     need"): h = LN1(x + Attn(x)); x' = LN2(h + FFN(h)). Equals
     nn.TransformerEncoderLayer(norm_first=False) with the same weights (tested)."""
     h = op.between(op.norm("ln1", op.add(x, op.attn(x), "attn")))
@@ -89,7 +89,7 @@ def sandwich_ln(x, op):
 
 
 def peri_ln(x, op):
-    """Peri-LN (Kim et al. 2025, "Peri-LN: Revisiting Layer Normalization in the Transformer
+    """Peri-LN (Kim et al. 2025, "Peri-LN: Revisiting Normalization Layer in the Transformer
     Architecture", arXiv 2502.02732, eq. 3 as quoted in notes on it; the PDF could not be read):
     y = x + Norm(Module(Norm(x))) for both sublayers, the block of Sandwich-LN, with the final
     normalisation and the paper's (optional) initial embedding normalisation y_0 = Norm(x_embed),

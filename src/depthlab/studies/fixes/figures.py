@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.lines import Line2D
 from matplotlib.ticker import NullLocator
 
 from depthlab.analysis.omega import formula_abs
@@ -32,7 +33,7 @@ from depthlab.analysis.style import (
 )
 from depthlab.pipeline.placements import FAMILIES, LABELS, PALETTE, PLACEMENTS
 from depthlab.studies.fixes.fit import CALIBRATED, FIX_LABELS
-from depthlab.studies.fixes.tables import width_depth
+from depthlab.studies.fixes.tables import GRAD_READINGS, ZERO_BY_CONSTRUCTION, width_depth
 
 # the placements' look, and the calibrated Pre-LN variant's: the one colour left, dashed
 FIX_STYLE = {**PLACEMENT_STYLE, CALIBRATED: {
@@ -120,6 +121,36 @@ def grad_profile(fits: pd.DataFrame):
     return _families([Row(grads[grads["depth"] == d], "layer", "block l",
                           "‖∂loss/∂θ_l‖ (Frobenius)", log_x=False, title=f"L = {int(d)}")
                       for d in depths])
+
+
+def grad_readings(fits: pd.DataFrame):
+    """The first/last block gradient ratio under each reading (which parameters count, which
+    loss: GRAD_READINGS) at each depth the reading arms share, a panel per depth, a curve per
+    placement across the readings, log y."""
+    ratio = pick(fits, quantity="grad_ratio")
+    ratio = ratio[ratio["arm"].isin(list(GRAD_READINGS))].copy()
+    order = list(GRAD_READINGS)
+    ratio["reading"] = ratio["arm"].map(order.index)
+    depths = sorted(set.intersection(*(set(ratio.loc[ratio["arm"] == arm, "depth"])
+                                       for arm in order if arm in set(ratio["arm"]))))
+    fig, axes = grid(1, len(depths), 4.2, 2.8, sharey=True)
+    drawn = []
+    for ax, depth in zip(axes[0], depths, strict=True):
+        drawn += curves(ax, ratio[ratio["depth"] == depth], "reading", by="fix", style=FIX_STYLE)
+        _balanced(ax, None)
+        log_scale(ax, "y")
+        ax.set_xticks(range(len(order)), [GRAD_READINGS[a].replace("all parameters", "params")
+                                          .replace("weight matrices", "weights")
+                                          .replace(", ", "\n") for a in order])
+        ax.set_xlabel("block gradient over (params: all; weights: matrices), loss")
+        ax.set_ylabel("‖g_1‖ / ‖g_L‖")
+        ax.set_title(f"L = {int(depth)}")
+    zero = [FIX_LABELS[f] for f in ZERO_BY_CONSTRUCTION if f in set(ratio["fix"])]
+    notes = [f"{', '.join(zero)}: no weights reading (0/0)"] if zero else []
+    legend(fig, [f for f in FIX_STYLE if f in drawn], FIX_STYLE,
+           extra=[(Line2D([], [], color="grey", ls="--", lw=0.8), "1 = balanced")],
+           notes=[*notes, spread_label(ratio)])
+    return fig
 
 
 def _sqrt_depth(ax, row):

@@ -25,6 +25,18 @@ PROBES = (
 )
 ACROSS = {"grad_ratio_exponent", "stream_exponent", "carry_exponent"}  # no depth of their own
 
+# the first/last gradient ratio under each reading of "a block's gradient" and of the loss: the
+# arm that measures it -> its label. Under "weight matrices" no LayerNorm is counted for any
+# placement, so the norm that ends Post-LN's, DeepNorm's and ResiDual's last block (it acts as
+# their final norm) and Pre-LN's final norm (no block's) count alike: not at all.
+GRAD_READINGS = {
+    "depth": "all parameters, MSE",
+    "grad_weights": "weight matrices, MSE",
+    "grad_ce": "all parameters, CE",
+    "grad_ce_weights": "weight matrices, CE",
+}
+ZERO_BY_CONSTRUCTION = {"rezero"}  # its weight matrices get no gradient at init (alpha = 0)
+
 
 def _row(fits: pd.DataFrame, fix: str, arms: list[str], probes, **where) -> dict | None:
     """One fix's probe columns from the rows of `arms` matching `where` (None if it has none)."""
@@ -63,6 +75,30 @@ def probes_at_96(fits: pd.DataFrame) -> pd.DataFrame:
 def probes_at_192(fits: pd.DataFrame) -> pd.DataFrame:
     """probes_at_depth at L = 192."""
     return probes_at_depth(fits, 192)
+
+
+def grad_readings(fits: pd.DataFrame) -> pd.DataFrame:
+    """The first/last block gradient ratio of every placement at each depth the reading arms
+    share, under every reading of GRAD_READINGS: median across seeds [seed range]; ReZero's
+    weight-matrix readings are 0/0 at init (its weights get no gradient while alpha = 0)."""
+    ratio = pick(fits, quantity="grad_ratio")
+    ratio = ratio[ratio["arm"].isin(list(GRAD_READINGS))]
+    depths = sorted(set.intersection(*(set(ratio.loc[ratio["arm"] == arm, "depth"])
+                                       for arm in GRAD_READINGS if arm in set(ratio["arm"]))))
+    rows = []
+    for depth in depths:
+        for fix in FIX_ORDER:
+            cells = pick(ratio, fix=fix, depth=depth)
+            if cells.empty:
+                continue
+            row = {"placement": FIX_LABELS[fix], "L": int(depth)}
+            for arm, label in GRAD_READINGS.items():
+                cell = cells[cells["arm"] == arm]
+                zero = fix in ZERO_BY_CONSTRUCTION and "weight" in label
+                row[label] = median_range(cell.iloc[0]) if len(cell) else (
+                    "0/0 by construction" if zero else "—")
+            rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def width_depth(fits: pd.DataFrame) -> int:

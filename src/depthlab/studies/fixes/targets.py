@@ -5,6 +5,13 @@ from depthlab.pipeline.targets import Target, declare
 
 DEPTH_ARMS = ("depth", "calibrated")  # every placement across depths; calibrated Pre-LN
 WIDTH_ARMS = ("depth", "width_*")  # the depth arm gives the study's own width
+READING_ARMS = ("depth", "grad_*")  # the gradient ratio under each reading of block and loss
+READINGS = ("Readings: the block's gradient over all its parameters (weights, biases, its "
+            "LayerNorms, its gates) or over its six weight matrices only; MSE to N(0, 1) "
+            "targets or cross-entropy of a linear head against uniform random classes. With "
+            "weight matrices no LayerNorm counts for any placement: the LN that ends Post-LN's, "
+            "DeepNorm's and ResiDual's last block (their final norm) and Pre-LN's final norm "
+            "(no block's) alike. ReZero's weight matrices get no gradient at init (alpha = 0).")
 SETUP = ("At initialisation: d = 128, 4 heads, 4x ReLU FFN, PyTorch's default init, float64, "
          "one sequence of 128 tokens, causal, MSE loss to N(0, 1) targets (stack96's "
          "settings); every placement of the registry (depthlab.pipeline.placements), 6 seeds, "
@@ -56,6 +63,26 @@ TARGETS = declare(
         caption="The per-cell probes of table_fixes_probes_L96 at L = 24 for each width d = "
         "64, 128, 256, 512 (heads = d/32), per placement; dimensionless; median across "
         f"seeds with the seed range. {SETUP}",
+    ),
+    Target(
+        "table_fixes_grad_readings",
+        "fixes: first/last gradient ratio of every placement under each gradient and loss",
+        draw="tables:grad_readings", reads=READING_ARMS,
+        title="First/last block gradient ratio ‖g_1‖/‖g_L‖ under each reading, at "
+        "initialisation",
+        note=f"{CELLS} {READINGS}",
+        caption="The first/last block gradient ratio (dimensionless) of every placement at "
+        "L = 24 and 96 under four readings: the block's gradient over all its parameters or "
+        "its weight matrices only, under MSE or cross-entropy; median across seeds with the "
+        f"seed range. {READINGS} {SETUP}",
+    ),
+    Target(
+        "fig_fixes_grad_readings",
+        "fixes: first/last gradient ratio under each gradient and loss reading, per placement",
+        draw="figures:grad_readings", reads=READING_ARMS,
+        caption="First/last block gradient ratio ‖g_1‖/‖g_L‖ (dimensionless, log scale) of "
+        "every placement under four readings (x: which parameters count, which loss), a panel "
+        f"per depth; median across seeds, seed range as a band. {READINGS} {SETUP}",
     ),
     Target(
         "fig_fixes_grad_ratio",
