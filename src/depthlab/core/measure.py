@@ -29,7 +29,7 @@ def check_device(device: str) -> None:
             f"device='cuda' was requested but torch {torch.__version__} ({build}) sees no CUDA "
             f"device on host {socket.gethostname()} (CUDA_VISIBLE_DEVICES="
             f"{os.environ.get('CUDA_VISIBLE_DEVICES')!r}); run on a GPU node (Slurm: "
-            "--profile profiles/slurm --workflow-profile profiles/slurm-gpu) or set device: cpu"
+            "--profile profiles/slurm-gpu) or set device: cpu"
         )
 
 

@@ -106,15 +106,15 @@ def _rank(error) -> tuple:
             -len(error.absolute_path), _dotted(error.absolute_path))
 
 
-def check_finite(node, path=()) -> None:
+def reject_nonfinite(node, path=()) -> None:
     """Raise ConfigError naming the first NaN or infinite number anywhere in the config (the
     schema's bounds let NaN through: every comparison with it is false)."""
     if isinstance(node, dict):
         for key, value in node.items():
-            check_finite(value, (*path, key))
+            reject_nonfinite(value, (*path, key))
     elif isinstance(node, list):
         for i, value in enumerate(node):
-            check_finite(value, (*path, i))
+            reject_nonfinite(value, (*path, i))
     elif isinstance(node, float) and not math.isfinite(node):
         raise ConfigError(f"{_dotted(path)}={node!r} must be a finite number")
 
@@ -126,7 +126,7 @@ def check_schema(config: dict, schema: dict) -> None:
         raise ConfigError(_message(errors[0]))
 
 
-def check_device(config: dict, jobs: list[Job]) -> None:
+def reject_unseen_cuda(config: dict, jobs: list[Job]) -> None:
     """Reject cuda when torch sees no GPU here (skipped with check_device: false, for submit
     hosts whose jobs run on GPU nodes; measure jobs check again where they run)."""
     cuda = [j for j in jobs if any(c.settings.device == "cuda" for c in j.cells)]
@@ -158,9 +158,9 @@ def check_config(config: dict, schema_path: str | Path, studies=None) -> list[Jo
     if not isinstance(config, dict):
         raise ConfigError(f"config: must be a mapping, got {config!r}")
     check_schema(config, yaml.safe_load(Path(schema_path).read_text()))
-    check_finite(config)
+    reject_nonfinite(config)
     if studies is not None:
         check_studies(config, studies)
     jobs = study_jobs(config)
-    check_device(config, jobs)
+    reject_unseen_cuda(config, jobs)
     return jobs
