@@ -27,7 +27,7 @@ from conftest import ROOT, SNAKEMAKE, copy_workflow, run_snakemake
 from depthlab.core.io import read_meta
 from depthlab.core.measure import check_device, measure_cell
 from depthlab.core.model import build, forward, per_seed_loss
-from depthlab.pipeline import cost
+from depthlab.pipeline import cost, requests
 from depthlab.pipeline.grid import Cell, Job, study_jobs
 from depthlab.pipeline.settings import RunSettings
 
@@ -51,17 +51,23 @@ def _job(**settings) -> Job:
     return Job("s", "a", "j", (Cell("c", RunSettings(**settings)),))
 
 
+def _requests(job: Job) -> tuple[int, int]:
+    return (requests.mem_mb(requests.measure_mb(job)),
+            requests.runtime_min(requests.measure_seconds(job)))
+
+
 def test_requests_grow_with_depth_seeds_and_attempt():
-    small, deep, seeds = _job(depth=6), _job(depth=96), _job(depth=6, seeds=60)
-    assert cost.mem_mb(deep) > cost.mem_mb(small) and cost.mem_mb(seeds) > cost.mem_mb(small)
-    assert cost.runtime_min(deep) > cost.runtime_min(small)
-    assert cost.runtime_min(seeds) > cost.runtime_min(small)
+    small, deep = _job(depth=6, seeds=36), _job(depth=96, seeds=36)
+    seeds = _job(depth=6, seeds=600)
+    (mem_small, min_small), (mem_deep, min_deep) = _requests(small), _requests(deep)
+    mem_seeds, min_seeds = _requests(seeds)
+    assert mem_deep > mem_small and mem_seeds > mem_small
+    assert min_deep > min_small and min_seeds > min_small
     # seed_batch bounds memory, not runtime
-    batched = _job(depth=6, seeds=60, seed_batch=6)
-    assert cost.mem_mb(batched) < cost.mem_mb(seeds)
-    assert cost.runtime_min(batched) == cost.runtime_min(seeds)
-    assert cost.mem_mb(deep, attempt=2) == 2 * cost.mem_mb(deep)
-    assert cost.runtime_min(deep, attempt=3) == 3 * cost.runtime_min(deep)
+    mem_batched, min_batched = _requests(_job(depth=6, seeds=600, seed_batch=6))
+    assert mem_batched < mem_seeds and min_batched == min_seeds
+    assert requests.mem_mb(1234.0, attempt=2) == 2 * requests.mem_mb(1234.0) == 2 * 1900
+    assert requests.runtime_min(61.0, attempt=3) == 3 * requests.runtime_min(61.0) == 3 * 3
 
 
 @pytest.mark.parametrize("budget", [0, 300, 2500])
@@ -129,15 +135,18 @@ def test_cuda_without_gpu_fails_before_any_work():
 
 @pytest.mark.workflow
 def test_requests_cover_the_measured_tiny_jobs(tiny_run):
-    """Every measure job of the tiny run stayed within the memory and time it would request."""
+    """Every measure job of the tiny run stayed within the memory and time it would request,
+    and the memory request is not a wild overestimate: at most 4x what the job used (the
+    runtime request is whole minutes, far above these seconds-long jobs)."""
     config = yaml.safe_load((ROOT / "config/tiny.yaml").read_text())
     checked = 0
     for job in study_jobs(config):
         bench = tiny_run / f"results/benchmarks/measure/{job.study}/{job.arm}/{job.job}.tsv"
         if bench.exists():
             row = pd.read_csv(bench, sep="\t").iloc[0]
-            assert row["max_rss"] <= cost.mem_mb(job), job
-            assert row["s"] <= 60 * cost.runtime_min(job), job
+            mem, minutes = _requests(job)
+            assert row["max_rss"] <= mem <= 4 * row["max_rss"], (job, row["max_rss"], mem)
+            assert row["s"] <= 60 * minutes, job
             checked += 1
     assert checked >= 6
 
@@ -161,7 +170,8 @@ def test_gpu_profile_sends_compute_jobs_to_a_gpu(tmp_path):
     for wildcards, resources in blocks:
         job = jobs[wildcards]
         for expected in ("slurm_partition=gpu", "gpu=1", f"cpus_per_task={config['threads']}",
-                         f"mem_mb={cost.mem_mb(job)},", f"runtime={cost.runtime_min(job)},"):
+                         f"mem_mb={requests.mem_mb(requests.measure_mb(job))},",
+                         f"runtime={requests.runtime_min(requests.measure_seconds(job))},"):
             assert expected in resources + ",", (wildcards, expected)
 
 

@@ -17,7 +17,7 @@ os.environ.update(
 )
 
 from depthlab.claims.schema import load_claims
-from depthlab.pipeline import cost
+from depthlab.pipeline import requests
 from depthlab.pipeline.codehash import BASE, MEASURE_CODE, code_hash, study_code_hash
 from depthlab.pipeline.grid import arm_settings
 from depthlab.pipeline.reuse import owner_shards, reuse
@@ -113,15 +113,15 @@ def job_reused(wildcards):
 
 @signature_cached
 def measure_mem_mb(wildcards, attempt):
-    """Memory request of one measure job in MB (depthlab.pipeline.cost.mem_mb), more on each
+    """Memory request of one measure job in MB (depthlab.pipeline.requests), more on each
     retry."""
-    return cost.mem_mb(job_of(wildcards), attempt)
+    return requests.mem_mb(requests.measure_mb(job_of(wildcards)), attempt)
 
 
 @signature_cached
 def measure_runtime(wildcards, attempt):
-    """Runtime request of one measure job in minutes (depthlab.pipeline.cost.runtime_min)."""
-    return cost.runtime_min(job_of(wildcards), attempt)
+    """Runtime request of one measure job in minutes (depthlab.pipeline.requests)."""
+    return requests.runtime_min(requests.measure_seconds(job_of(wildcards)), attempt)
 
 
 def job_training(wildcards):

@@ -62,6 +62,9 @@ rule docs_results:
     localrule: True
     conda:
         "../envs/depthlab.yaml"
+    params:
+        # the config files of this run, named in docs/RESULTS.md (which run graded what)
+        configs=[os.path.relpath(f, DEPTHLAB) for f in workflow.configfiles],
     message:
         "docs_results: docs/RESULTS.md and the README's summary line from the ledger"
     script:

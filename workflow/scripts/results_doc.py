@@ -13,7 +13,8 @@ to_file(snakemake.log[0])
 table = pd.read_parquet(snakemake.input.ledger)
 meta = read_meta(snakemake.input.ledger)
 source = (f"`results/claims.parquet` of commit {meta.get('git_commit', '')[:12] or 'none'} "
-          f"(config {meta.get('config_hash', '')})")
+          f"(`snakemake --configfile {' '.join(snakemake.params.configs)}`, config hash "
+          f"{meta.get('config_hash', '')})")
 rules = Path(snakemake.input.rules).read_text()
 readings = pd.read_csv(snakemake.input.readings, keep_default_na=False)
 write_text(results_doc(table, readings, rules, source), snakemake.output.results)

@@ -1,14 +1,10 @@
-"""What a measure job costs, for cluster requests (FLOPs, peak memory, runtime), and how many
-seeds one of its passes holds under the `pass_mb` memory budget (no torch).
+"""What a job computes and holds: FLOPs of a measure pass and of a training run, the bytes one
+seed adds to a pass, and how many seeds one pass holds under the `pass_mb` memory budget (no
+torch). The cluster requests built on these are depthlab.pipeline.requests.
 
-The estimates scale with depth, seeds, tokens and width, so one profile fits every grid. They
-are deliberately generous; calibrated on this project's CPU runner (one thread, float64):
-- memory: the process held 300 MB before the first pass; peak RSS then grew by 5.9 MB per
-  (layer, seed) at d_model 128 and 128 tokens, 13.2 MB at 512 tokens, 16.4 MB at d_model 256;
-  `pass_bytes` gives 7.9, 23.6 and 24.6 MB there (1.3x to 1.8x the measured growth).
-  It is 1.5x to 2x the bytes a pass holds when backward starts (autograd's saved tensors, the
-  trace, the weights and their gradients; tests/test_slurm.py checks the bound).
-- runtime: forward plus backward ran at 3.7 to 8 GFLOP/s; `runtime_min` assumes 1 GFLOP/s.
+`pass_bytes` is an upper bound of what a pass holds when backward starts (autograd's saved
+tensors, the trace, the weights and their gradients): 1.5x to 2x of it (tests/test_slurm.py
+checks the bound); the peak RSS grows by about half of it (depthlab.pipeline.requests).
 """
 
 from __future__ import annotations
@@ -19,9 +15,6 @@ from depthlab.pipeline.grid import Job
 from depthlab.pipeline.settings import RunSettings
 
 ITEMSIZE = {"float64": 8, "float32": 4}
-BASE_MB = 1000  # Python, torch and the Snakemake process that wraps a cluster job
-FLOPS_PER_S = 1e9  # assumed throughput of one job: a quarter of the slowest one measured
-OVERHEAD_MIN = 10  # minutes for start-up, imports and writing the shard
 
 
 def forward_flops(s: RunSettings, batch: int | None = None) -> float:
@@ -99,17 +92,3 @@ def cell_flops(s: RunSettings) -> float:
 def job_flops(job: Job) -> float:
     """Floating-point operations of a whole job: every cell."""
     return sum(cell_flops(c.settings) for c in job.cells)
-
-
-def mem_mb(job: Job, attempt: int = 1) -> int:
-    """Memory to request in MB: the interpreter plus the largest pass of the job's cells,
-    rounded up to 500 MB, times the attempt number (a retry after running out gets more)."""
-    peak = BASE_MB + max(pass_bytes(c.settings) for c in job.cells) / 1e6
-    return int(math.ceil(peak / 500) * 500) * attempt
-
-
-def runtime_min(job: Job, attempt: int = 1) -> int:
-    """Wall time to request in minutes: fixed overhead plus the job's FLOPs at FLOPS_PER_S,
-    times the attempt number (a retry after a timeout gets more)."""
-    compute = math.ceil(job_flops(job) / FLOPS_PER_S / 60)
-    return (OVERHEAD_MIN + compute) * attempt
