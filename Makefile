@@ -1,26 +1,35 @@
 # Two entry points: `make run` (the whole study) and `make test` (the test suite); `make lint`
-# runs the three linters. All create .venv with the pinned stack (envs/requirements.txt) on
-# first use, with the first Python 3.11 or newer on PATH; `make PY=/path/to/python3.12 test`
-# chooses another. torch: README.md, "Install" (CPU or CUDA build).
+# runs the three linters. All create .venv on first use, and anew when its lock changes, from a
+# lock of the whole stack (every package pinned with its hashes): envs/lock-cpu.txt (torch's
+# CPU build) or, with TORCH=cuda, envs/lock-cuda.txt (PyPI's torch, CUDA 13.0, Linux x86_64);
+# then depthlab itself. `make lock` regenerates both from envs/requirements.txt. .venv gets the
+# first Python 3.11 or newer on PATH; `make PY=/path/to/python3.12 test` chooses another (the
+# CPU lock holds torch's wheel for CPython 3.11 only). torch: README.md, "Install".
 PY ?= $(shell for p in python3 python3.14 python3.13 python3.12 python3.11; do \
 	command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
 	2>/dev/null && { command -v $$p; break; }; done)
-# TORCH_INDEX: a PyTorch wheel index for torch's build, e.g. https://download.pytorch.org/whl/cpu
+TORCH ?= cpu
+LOCK := envs/lock-$(TORCH).txt
+# TORCH_INDEX: an extra index for the CPU lock's torch wheel where pip's find-links lack it,
+# https://download.pytorch.org/whl/cpu (whatever the index, pip installs only locked hashes)
 TORCH_INDEX ?=
 VENV := .venv
 BIN := $(VENV)/bin
 
-$(BIN)/snakemake: envs/requirements.txt pyproject.toml
+# .venv from nothing (venv --clear) whenever the lock, or TORCH, changes: exactly the lock
+$(VENV)/.lock-$(TORCH): $(LOCK)
 	@test -n "$(PY)" || { echo "no Python 3.11 or newer found on PATH; set PY=/path/to/python3" >&2; exit 1; }
-	$(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(if $(TORCH_INDEX),$(BIN)/pip install -q --index-url $(TORCH_INDEX) $$(grep '^torch==' envs/requirements.txt))
-	$(BIN)/pip install -q -r envs/requirements.txt
+	$(PY) -m venv --clear $(VENV)
+	$(BIN)/pip install -q --require-hashes -r $(LOCK) $(TORCH_INDEX:%=--extra-index-url %)
+	touch $@
+
+# depthlab itself, editable; its dependencies are the lock's
+$(VENV)/.depthlab: $(VENV)/.lock-$(TORCH) pyproject.toml
 	$(BIN)/pip install -q --no-deps -e .
 	touch $@
 
-.PHONY: setup run test lint print-python
-setup: $(BIN)/snakemake
+.PHONY: setup run test lint lock print-python
+setup: $(VENV)/.depthlab
 
 run: setup
 	$(BIN)/snakemake --cores all
@@ -32,6 +41,28 @@ lint: setup
 	$(BIN)/snakemake --lint
 	$(BIN)/snakefmt --check Snakefile workflow
 	$(BIN)/ruff check src tests workflow benchmarks
+
+# `make lock`: uv (on PATH) resolves envs/requirements.txt for CPython 3.11 on Linux x86_64 and
+# writes the hashes of every wheel of each version (CPython 3.12 and 3.13 install from the CUDA
+# lock too); a pin already in a lock stays unless envs/requirements.txt moves it
+# (LOCK_UPGRADE=--upgrade moves them all). CPU_WHEELS: where uv finds torch's CPU build: this
+# project's machines keep it in /opt/wheels; elsewhere --extra-index-url
+# https://download.pytorch.org/whl/cpu --index-strategy unsafe-best-match (not tried here).
+UV ?= uv
+CPU_WHEELS ?= --find-links /opt/wheels
+COMPILE = $(strip $(UV) pip compile envs/requirements.txt --python-version 3.11 \
+	--python-platform x86_64-manylinux_2_28 --generate-hashes $(LOCK_UPGRADE))
+lock:
+	$(COMPILE) $(CPU_WHEELS) -o envs/lock-cpu.txt \
+		--custom-compile-command "$(COMPILE) $(CPU_WHEELS) -o envs/lock-cpu.txt" >/dev/null
+	$(COMPILE) -o envs/lock-cuda.txt \
+		--custom-compile-command "$(COMPILE) -o envs/lock-cuda.txt" >/dev/null
+	sed -i '2a # torch: the CPU build, hashed from the one wheel found (CPython 3.11, Linux x86_64).' \
+		envs/lock-cpu.txt
+	sed -i '2a # torch: the build on PyPI, CUDA 13.0 (cuda-toolkit, nvidia-*), Linux x86_64.' \
+		envs/lock-cuda.txt
+	sed -i '2a # Regenerate: `make lock` (this command; pins stay unless envs/requirements.txt moves them).' \
+		envs/lock-cpu.txt envs/lock-cuda.txt
 
 print-python:
 	@echo $(PY)

@@ -1,36 +1,106 @@
-"""What a fresh machine installs: pinned versions that agree between pip and conda, a Python
-found by the Makefile, one version in every release file, and no path outside the repository
-in any project file."""
+"""What a fresh machine installs: a lock of the whole stack that agrees with the pinned
+versions and is what .venv holds, pins that agree between pip and conda, a Python found by the
+Makefile, one version in every release file, and no path outside the repository in any project
+file."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import re
 import subprocess
+import sys
 import tomllib
+from pathlib import Path
 
+import pytest
 import yaml
 from conftest import ROOT
+from packaging.utils import canonicalize_name
+from packaging.version import Version
+
+LOCKS = ("envs/lock-cpu.txt", "envs/lock-cuda.txt")
+# conda-forge's names for what the PyPI packages install (no Qt backend, no statsmodels)
+CONDA_NAMES = {"matplotlib-base": "matplotlib", "seaborn-base": "seaborn"}
 
 
 def pins(lines) -> dict[str, str]:
-    """name -> version of every `name==version` line (comments dropped)."""
+    """name -> version of every `name==version` line (comments dropped, names normalised)."""
     out = {}
     for line in lines:
         match = re.match(r"\s*([A-Za-z0-9_.\-]+)==([^\s#]+)", line.split("#")[0])
         if match:
-            out[match[1].lower()] = match[2]
+            out[canonicalize_name(match[1])] = match[2]
     return out
 
 
+def locked(path: str) -> dict[str, tuple[str, list[str]]]:
+    """name -> (version, sha256 hashes) of every entry of a lock (`uv pip compile
+    --generate-hashes`: a `name==version \\` line, then its indented hash and comment lines)."""
+    out = {}
+    for entry in re.split(r"\n(?=\S)", (ROOT / path).read_text()):
+        match = re.match(r"([A-Za-z0-9_.\-]+)==(\S+)", entry)
+        if match:
+            out[canonicalize_name(match[1])] = (
+                match[2], re.findall(r"--hash=sha256:([0-9a-f]{64})\b", entry))
+    return out
+
+
+def required() -> dict[str, str]:
+    """The pins of envs/requirements.txt."""
+    return pins((ROOT / "envs/requirements.txt").read_text().splitlines())
+
+
+@pytest.mark.parametrize("path", LOCKS)
+def test_lock_pins_the_requirements_and_hashes_every_entry(path):
+    """Each lock holds every package of envs/requirements.txt at its version (the CPU lock's
+    torch adds the local label +cpu), and at least one sha256 hash for every entry, so that
+    `pip install --require-hashes` takes it."""
+    lock = locked(path)
+    assert len(lock) > len(required())  # the dependencies too
+    for name, version in required().items():
+        assert name in lock, name
+        assert Version(lock[name][0]).public == str(Version(version)), (name, lock[name][0])
+    assert not [name for name, (_, hashes) in lock.items() if not hashes]
+
+
+def test_locks_differ_in_torch_and_the_cuda_libraries_only():
+    """Every package of the CPU lock is in the CUDA lock at the same version, but torch; what
+    the CUDA lock adds is CUDA's libraries and triton."""
+    cpu, cuda = locked(LOCKS[0]), locked(LOCKS[1])
+    assert cpu.keys() <= cuda.keys()
+    assert [name for name in cpu if cpu[name][0] != cuda[name][0]] == ["torch"]
+    added = cuda.keys() - cpu.keys()
+    assert added and all(name.startswith(("nvidia-", "cuda-")) or name == "triton"
+                         for name in added), added
+
+
+def test_venv_holds_exactly_a_lock():
+    """The Makefile's .venv holds what one lock names, at its versions, and nothing else but
+    depthlab (the lock whose torch is installed: CPU or CUDA)."""
+    if Path(sys.prefix).resolve() != ROOT / ".venv":
+        pytest.skip(f"not the Makefile's .venv: {sys.prefix}")
+    installed = {canonicalize_name(d.metadata["Name"]): d.version
+                 for d in importlib.metadata.distributions()}
+    installed.pop("depthlab")
+    locks = [{name: version for name, (version, _) in locked(path).items()} for path in LOCKS]
+    assert installed in locks, sorted(installed.items() ^ locks[0].items())
+
+
 def test_conda_env_pins_the_runtime_packages_of_the_requirements():
-    required = pins((ROOT / "envs/requirements.txt").read_text().splitlines())
+    """workflow/envs/depthlab.yaml pins, from conda-forge or pip, the packages the jobs import
+    at envs/requirements.txt's versions (torch: +cpu, PyTorch's CPU build)."""
     env = yaml.safe_load((ROOT / "workflow/envs/depthlab.yaml").read_text())
-    pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
-    conda = pins(pip)
-    assert conda and all(required[name] == version for name, version in conda.items()), conda
+    conda = {CONDA_NAMES.get(name, name): version for name, version
+             in pins(d for d in env["dependencies"] if isinstance(d, str)).items()}
+    pip = pins(next(d["pip"] for d in env["dependencies"] if isinstance(d, dict)))
+    assert not conda.keys() & pip.keys()
+    both = conda | pip
+    assert all(Version(version).public == str(Version(required()[name]))
+               for name, version in both.items()), both
+    assert "torch" in pip and "numpy" in conda
     # only what the jobs import: no workflow engine, tests or lint tools in a job's environment
-    assert not {"snakemake", "pytest", "ruff", "snakefmt"} & set(conda)
-    assert {"torch", "numpy", "pandas", "pyarrow", "scipy", "matplotlib"} <= set(conda)
+    assert not {"snakemake", "pytest", "ruff", "snakefmt"} & set(both)
+    assert {"torch", "numpy", "pandas", "pyarrow", "scipy", "matplotlib"} <= set(both)
 
 
 def test_nothing_points_outside_the_repository():
