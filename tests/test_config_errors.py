@@ -11,6 +11,7 @@ import yaml
 from conftest import DELETE, ROOT, copy_workflow, edited, run_snakemake
 
 from depthlab.claims.schema import load_claims
+from depthlab.pipeline.placements import ORDER
 from depthlab.pipeline.settings import ConfigError
 from depthlab.pipeline.validate import check_config
 from depthlab.studies import STUDIES
@@ -54,6 +55,8 @@ CASES = [
      ["placement='middle'", "'post', 'pre', 'none'"]),
     ("unknown_placement_in_grid", {(*AXES, "placement"): ["pre", "middle"]},
      ["studies.stack96.arms.a", "placement='middle'"]),
+    ("placement_word_not_all", {(*AXES, "placement"): "every"},
+     ["studies.stack96.arms.a.axes.placement='every'"]),
     ("heads_not_dividing_d_model", {(*SETTINGS, "heads"): 3}, ["heads=3", "d_model=16"]),
     ("unknown_dtype", {(*SETTINGS, "dtype"): "float16"}, ["dtype='float16'", "float64"]),
     ("unknown_dtype_in_grid", {(*AXES, "dtype"): ["float64", "bfloat16"]}, ["dtype='bfloat16'"]),
@@ -132,6 +135,12 @@ def test_bad_config_is_rejected_naming_key_and_value(case, edits, fragments):
 
 def test_the_good_config_passes():
     assert len(check_config(bad_config({}), SCHEMA, STUDIES)) == 1
+
+
+def test_placement_all_is_every_placement_of_the_registry_in_its_order():
+    jobs = check_config(bad_config({(*AXES, "placement"): "all"}), SCHEMA, STUDIES)
+    assert [j.cells[0].settings.placement for j in jobs] == list(ORDER)
+    assert all(len(j.cells) == 2 for j in jobs)  # the packed depths
 
 
 # the same through the command line, for one case of each kind of check (each costs a parse)

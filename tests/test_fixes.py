@@ -14,7 +14,7 @@ from conftest import ROOT, copy_workflow, run_snakemake
 
 from depthlab.core.calibrate import branch_scales, calibrate
 from depthlab.core.measure import measure_job
-from depthlab.pipeline.grid import study_jobs
+from depthlab.pipeline.grid import expand_axes, study_jobs
 from depthlab.pipeline.placements import ORDER, PLACEMENTS
 from depthlab.pipeline.validate import check_config
 from depthlab.studies import BY_NAME, TARGETS
@@ -201,7 +201,7 @@ def test_configs_have_the_same_keys_and_every_placement():
         assert [a for a in f["arms"] if not a.startswith("width")] == [
             a for a in t["arms"] if not a.startswith("width")], study
         for spec in (*f["arms"].values(), *t["arms"].values()):
-            placements = spec["axes"]["placement"]
+            placements = expand_axes(spec["axes"])["placement"]
             weights = spec.get("settings", {}).get("grad_of") == "weights"
             assert placements in (list(ORDER), ["pre"], *([WEIGHTED] if weights else [])), \
                 placements

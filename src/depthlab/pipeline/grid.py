@@ -11,6 +11,7 @@ import itertools
 import json
 from dataclasses import dataclass
 
+from depthlab.pipeline.placements import ORDER
 from depthlab.pipeline.settings import ConfigError, RunSettings
 
 
@@ -64,6 +65,18 @@ def job_id(values: dict) -> str:
     return "_".join(f"{k}-{_fmt(v)}" for k, v in values.items())
 
 
+# `placement: all` in an arm's axes: every placement of the registry, in its order
+ALL_PLACEMENTS = "all"
+
+
+def expand_axes(axes: dict) -> dict:
+    """An arm's axes with `placement: all` replaced by the registry's placements (written once,
+    in depthlab.pipeline.placements, instead of copied into every config)."""
+    if axes.get("placement") == ALL_PLACEMENTS:
+        return {**axes, "placement": list(ORDER)}
+    return axes
+
+
 def _check_axes(where: str, axes) -> None:
     if not isinstance(axes, dict) or not axes:
         raise ConfigError(f"{where}.axes: an arm needs at least one axis, got {axes!r}")
@@ -86,6 +99,7 @@ def study_jobs(config: dict) -> list[Job]:
         for arm, arm_spec in spec["arms"].items():
             where = f"studies.{study}.arms.{arm}"
             axes = arm_spec.get("axes")
+            axes = expand_axes(axes) if isinstance(axes, dict) else axes
             _check_axes(where, axes)
             pack = arm_spec.get("pack", [])
             for key in pack:
