@@ -30,7 +30,7 @@ def test_final_norm_changes_only_the_head_input_probe(placement):
     assert on.keys() == off.keys()
     assert ("omega_abs", "block") in on and ("branch_ratio", "attn") in on
     for key, p in on.items():
-        if key[0] in GRADIENT_PROBES or key[0] == "head_input_sd":
+        if key[0] in GRADIENT_PROBES or key[0] in ("head_input_sd", "head_token_corr"):
             continue
         assert torch.equal(p.values, off[key].values), key
     head_on = on[("head_input_sd", "head")].values
@@ -44,6 +44,11 @@ def test_final_norm_changes_only_the_head_input_probe(placement):
                                rtol=1e-14, atol=0)
     if placement == "pre":
         assert not torch.allclose(head_on, head_off, rtol=1e-2)
+    # the head's token correlation: that of the last stream without the final norm, and with
+    # it that of the normalised tokens (LN centres each token, so the cosines change)
+    corr_off = off[("head_token_corr", "head")].values[:, 0]
+    torch.testing.assert_close(corr_off, on[("token_corr", "block")].values[:, -1],
+                               rtol=1e-12, atol=0)
 
 
 def test_branch_ratios_follow_the_placement():

@@ -26,6 +26,7 @@ from depthlab.core.train import (
     probe_model,
     save_weights,
     train_cell,
+    update_rows,
     validation_loss,
     windows,
 )
@@ -152,6 +153,19 @@ def test_five_steps_lower_the_training_loss(corpus, placement):
     frame = result.frame
     assert set(frame["step"]) == {0, 1, 2, 3, 4, 5}
     assert frame["value"].notna().all()
+    # the first update moved the output, by a small fraction of its size
+    update = frame.loc[frame["metric"] == "model_update", ["step", "value"]]
+    assert len(update) == s.seeds and (update["step"] == 1).all()
+    assert ((update["value"] > 0) & (update["value"] < 1)).all()
+
+
+def test_model_update_is_the_relative_change_of_the_output():
+    before = torch.randn(2, 6, 4, dtype=torch.float64)
+    after = before.clone()
+    after[1] *= 1.25
+    rows = update_rows(before, after, [3, 4])
+    assert rows["seed"].tolist() == [3, 4] and rows["step"].tolist() == [1, 1]
+    np.testing.assert_allclose(rows["value"], [0.0, 0.25], rtol=1e-12)
 
 
 def test_probes_on_a_checkpoint_equal_probes_on_the_loaded_weights(tmp_path, corpus):

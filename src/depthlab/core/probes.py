@@ -151,9 +151,12 @@ def token_correlation(x: Tensor, batch: int) -> Tensor:
 
 
 def token_corr(params: StackParams, trace: Trace, s: RunSettings) -> list[Probe]:
-    """Mean pairwise token cosine of the stream after every block (layer 0 = the input)."""
+    """Mean pairwise token cosine of the stream after every block (layer 0 = the input), and
+    of what the head reads (`head_token_corr`: after the final norm; ResiDual's x_a + LN(x_d))."""
     values = _per_seed(lambda t: token_correlation(t, s.batch), trace.stream)
-    return [Probe("token_corr", "block", list(range(s.depth + 1)), values)]
+    head = token_correlation(trace.head_input, s.batch).unsqueeze(1)
+    return [Probe("token_corr", "block", list(range(s.depth + 1)), values),
+            Probe("head_token_corr", "head", [s.depth], head)]
 
 
 def _rms(t: Tensor) -> Tensor:

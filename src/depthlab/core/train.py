@@ -122,6 +122,20 @@ def optimizer(model: CharModel, ts: TrainSettings) -> torch.optim.AdamW:
 
 
 @torch.no_grad()
+def head_input(model: CharModel, ids: Tensor, s: RunSettings) -> Tensor:
+    """What the loss head reads (S, N, d) for windows ids (S, B, T+1)."""
+    return model_loss(model, ids, s)[1].head_input
+
+
+def update_rows(before: Tensor, after: Tensor, seeds: list[int]) -> pd.DataFrame:
+    """`model_update` at step 1: the relative change of the model's output (what the head
+    reads on the probe batch) made by the first optimiser step, ||F(θ + Δθ) − F(θ)|| / ||F(θ)||
+    per seed (Frobenius norms; DeepNet's "model update", Wang et al. 2022, sec. 3)."""
+    change = (after - before).flatten(1).norm(dim=1) / before.flatten(1).norm(dim=1)
+    return _loss_rows("model_update", [1], change[None], seeds)
+
+
+@torch.no_grad()
 def validation_loss(model: CharModel, val_data: Tensor, eval_starts: np.ndarray, s: RunSettings,
                     removed: int | None = None) -> Tensor:
     """Per-seed next-character loss (nats, shape (S,)) averaged over the fixed validation
@@ -185,7 +199,8 @@ def train_cell(s: RunSettings, ts: TrainSettings, ids: np.ndarray, cell: str = "
     step+1 under the weights after `step` updates), `val_loss` (nats, mean over the fixed
     validation batches, every eval_every steps and at each checkpoint), at each checkpoint
     every probe plus `loss` (the probe batch's loss), the corpus's `unigram_entropy`
-    (nats, step 0) and, at the last step, `ablation_rows`. Raises NonFiniteError on NaN or inf.
+    (nats, step 0), `update_rows` at step 1 and, at the last step, `ablation_rows`. Raises
+    NonFiniteError on NaN or inf.
     """
     check_device(s.device)
     train_ids, val_ids = split(ids, ts.val_fraction)
@@ -199,10 +214,12 @@ def train_cell(s: RunSettings, ts: TrainSettings, ids: np.ndarray, cell: str = "
     seed_rngs = [np.random.default_rng([TRAIN_STREAM, seed]) for seed in seeds]
     last_train = len(train_ids) - span
     eval_starts, probe_ids = fixed_batches(val_data, s, ts)
-    probe_frames, train_losses, val_steps, val_losses = [], [], [], []
+    probe_frames, train_losses, val_steps, val_losses, outputs = [], [], [], [], []
     # a progress line per checkpoint, the steps since the last one as its cost
     progress = Progress(cell, list(np.diff(ts.probe_steps, prepend=-1)))
     for step in range(ts.steps + 1):
+        if step in (0, 1):  # the model's output before and after the first update
+            outputs.append(head_input(model, probe_ids, s))
         if step in ts.probe_steps:
             probes, loss = probe_model(model, probe_ids, s)
             frame = pass_rows(probes, seeds, loss)
@@ -240,6 +257,7 @@ def train_cell(s: RunSettings, ts: TrainSettings, ids: np.ndarray, cell: str = "
         _loss_rows("val_loss", val_steps, torch.stack(val_losses), seeds),
         *probe_frames,
         ablation,
+        update_rows(*outputs, seeds),
     ], ignore_index=True)
     for key, value in {**s.as_columns(), **ts.as_columns()}.items():
         frame[key] = value

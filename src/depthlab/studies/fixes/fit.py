@@ -84,6 +84,8 @@ QUANTITIES = {
     "branch_ratio_last_block": "branch_ratio_block at the last block",
     "head_input_sd": "sd of what the loss head reads (after the final norm if any; ResiDual: "
                      "x_a + LN(x_d))",
+    "head_token_corr": "mean pairwise token cosine of what the loss head reads (ResiDual: "
+                       "x_a + LN(x_d), where its second stream's diversity would show)",
     "stream_exponent": "across the depths of an arm: per seed the OLS slope of "
                        "ln(stream_growth) on ln L (0.5 = sqrt(L) growth, 0 = none)",
     "carry_exponent": "the same for ResiDual's carry_growth",
@@ -116,7 +118,7 @@ def per_seed(table: pd.DataFrame, cells: pd.DataFrame) -> pd.DataFrame:
     """The per-cell quantities of QUANTITIES, one value per seed: columns arm, label, seed,
     metric, value (undefined values left out)."""
     out = PerSeed()
-    for metric in ("grad_ratio", "head_input_sd"):
+    for metric in ("grad_ratio", "head_input_sd", "head_token_corr"):
         sub = table[table["metric"] == metric]
         if not sub.empty:
             out.add(metric, sub.set_index(SEED_KEYS)["value"])

@@ -17,6 +17,7 @@ PROBES = (
     ("omega_last", "ω_L = mean|D_L|"),
     ("omega_slope", "ω decay rate (log-log slope)"),
     ("token_corr_last", "token corr after block L"),
+    ("head_token_corr", "token corr of the head input"),
     ("branch_ratio_last_attn", "branch/stream attn, block L"),
     ("branch_ratio_last_mlp", "branch/stream MLP, block L"),
     ("head_input_sd", "head input sd"),

@@ -29,6 +29,7 @@ DERIVED = {
                               "path",
     "branch_ratio_last_mlp": "the same for the MLP",
     "head_input_sd": "sd of what the head reads",
+    "head_token_corr": "mean pairwise token cosine of what the head reads",
 }
 
 
@@ -41,7 +42,7 @@ def per_seed(table: pd.DataFrame) -> pd.DataFrame:
     """The DERIVED quantities per seed and checkpoint: columns arm, label, seed, step, metric,
     value (undefined values left out)."""
     out = PerSeed()
-    for metric in ("grad_ratio", "head_input_sd"):
+    for metric in ("grad_ratio", "head_input_sd", "head_token_corr"):
         out.add(metric, table[table["metric"] == metric].set_index(SEED_KEYS)["value"])
     rms = _wide(table, "stream_rms")
     out.add("stream_growth", last(rms) / rms[0])
