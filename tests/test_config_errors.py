@@ -168,3 +168,19 @@ def test_snakemake_prints_one_line_and_starts_nothing(workdir, case, edits, frag
         assert fragment in errors[0], (fragment, errors[0])
     assert "Traceback" not in output and 'File "' not in output, output
     assert not (workdir / "results").exists()
+
+
+def test_a_target_this_config_cannot_build_says_which_config_can():
+    """A declared target whose study or arms the config lacks names the shipped configs that
+    have them (the render rules make it a rule that fails with this line)."""
+    from depthlab.studies import BY_NAME
+
+    shipped = {f"config/{p.name}": yaml.safe_load(p.read_text())
+               for p in sorted((ROOT / "config").glob("*.yaml")) if p.name != "claims.yaml"}
+    target = BY_NAME["fig_fixes_grad_readings"]
+    why = target.unavailable({"stack96": ["grad"]}, shipped)
+    assert why == ("fig_fixes_grad_readings: this config has no arm depth, grad_* of study "
+                   "'fixes'; run it with --configfile config/fixes.yaml or "
+                   "config/tiny_fixes.yaml")
+    assert target.unavailable({"fixes": ["grad_ce"]}, shipped) == ""
+    assert "no arm depth, grad_*" in target.unavailable({"fixes": ["width_64"]}, shipped)

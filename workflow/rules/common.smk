@@ -4,6 +4,9 @@ import inspect
 import json
 import os
 import sys
+from pathlib import Path
+
+import yaml
 
 from snakemake.utils import validate
 
@@ -50,6 +53,12 @@ STUDY_HASH = {study: study_code_hash(study) for study in config["studies"]}
 CLAIMS_HASH = code_hash((*BASE, "claims"))
 # the arms of each study, in config order
 ARMS = {study: list(spec["arms"]) for study, spec in config["studies"].items()}
+# the config files shipped in config/ (a target this config cannot build names those that can)
+SHIPPED_CONFIGS = {
+    f"config/{path.name}": yaml.safe_load(path.read_text())
+    for path in sorted(Path(DEPTHLAB, "config").glob("*.yaml"))
+    if path.name != "claims.yaml"
+}
 # each target of a configured study that reads at least one configured arm
 STUDY_TARGETS = [
     t for t in TARGETS if t.study in config["studies"] and t.arms(ARMS[t.study])
@@ -122,6 +131,19 @@ def measure_mem_mb(wildcards, attempt):
 def measure_runtime(wildcards, attempt):
     """Runtime request of one measure job in minutes (depthlab.pipeline.requests)."""
     return requests.runtime_min(requests.measure_seconds(job_of(wildcards)), attempt)
+
+
+def train_mem_mb(wildcards, attempt):
+    """Memory request of one train job in MB (depthlab.pipeline.requests)."""
+    return requests.mem_mb(requests.train_mb(job_of(wildcards)), attempt)
+
+
+def train_runtime(wildcards, attempt):
+    """Runtime request of one train job in minutes (depthlab.pipeline.requests; TRAINING is
+    set in train.smk)."""
+    job = job_of(wildcards)
+    seconds = requests.train_seconds(job, TRAINING[(job.study, job.arm)])
+    return requests.runtime_min(seconds, attempt)
 
 
 def job_training(wildcards):

@@ -35,3 +35,27 @@ for target in STUDY_TARGETS:
     # the description `snakemake --list-target-rules` prints beside the name (found under its
     # own name also when a host workflow renames the rules: `use rule * ... as prefix_*`)
     getattr(rules, target.name).rule.docstring = target.description
+
+
+# A declared target this config cannot build (its study or arms are not configured) is still a
+# rule: asked for by name, it fails at once with a message naming the config files that have it,
+# instead of Snakemake's "no rule to produce"
+for target in TARGETS:
+    if target not in STUDY_TARGETS:
+
+        rule:
+            name:
+                target.name
+            log:
+                f"logs/render/{target.name}.unavailable.log",
+            localrule: True
+            conda:
+                "../envs/depthlab.yaml"
+            params:
+                why=target.unavailable(ARMS, SHIPPED_CONFIGS),
+            message:
+                "{params.why}"
+            shell:
+                "echo {params.why:q} | tee {log} >&2; exit 1"
+
+        getattr(rules, target.name).rule.docstring = f"(not in this config) {target.description}"

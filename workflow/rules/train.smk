@@ -36,18 +36,6 @@ rule corpus:
         "../scripts/fetch_corpus.py"
 
 
-def train_mem_mb(wildcards, attempt):
-    """Memory request of one train job in MB (depthlab.pipeline.requests)."""
-    return requests.mem_mb(requests.train_mb(job_of(wildcards)), attempt)
-
-
-def train_runtime(wildcards, attempt):
-    """Runtime request of one train job in minutes (depthlab.pipeline.requests)."""
-    job = job_of(wildcards)
-    seconds = requests.train_seconds(job, TRAINING[(job.study, job.arm)])
-    return requests.runtime_min(seconds, attempt)
-
-
 # The final weights are temp(): deleted unless asked for by path.
 rule train:
     input:

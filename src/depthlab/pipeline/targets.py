@@ -63,6 +63,19 @@ class Target:
         """The arms among `configured` (the study's arm names) that this target reads."""
         return [a for a in configured if any(fnmatch.fnmatchcase(a, p) for p in self.reads)]
 
+    def unavailable(self, configured: dict[str, list[str]], configs: dict[str, dict]) -> str:
+        """Why this config cannot build the target ('' if it can): its study or every arm it
+        reads is missing; names the shipped config files (`configs`: name -> parsed YAML)
+        whose study has them."""
+        if self.study in configured and self.arms(configured[self.study]):
+            return ""
+        having = sorted(name for name, c in configs.items()
+                        if self.arms(list(c.get("studies", {}).get(self.study, {})
+                                          .get("arms", {}))))
+        where = (f"; run it with --configfile {' or '.join(having)}" if having else "")
+        return (f"{self.name}: this config has no arm {', '.join(self.reads)} of study "
+                f"'{self.study}'{where}")
+
     def function(self) -> Callable:
         """The drawing function (imports the study's module)."""
         module, name = self.draw.split(":")
