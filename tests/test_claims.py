@@ -395,6 +395,12 @@ def test_a_misconfigured_entry_raises_instead_of_grading():
            "value": "stack(a, b)"}
     with pytest.raises(ClaimError, match="gives 2 values"):
         graded(fits(row(values=POOL), row(values=POOL, depth=6)), measure=two)
+    # an expression that reduces over the seeds (`late` already averages a quarter of the
+    # layers; `avg` of it averages the seeds) is an error of the entry, not a value
+    series = {"fit": "stack96", "rows": {"a": {"quantity": "grad_ratio", "along": "depth"}},
+              "value": "avg(late(a))"}
+    with pytest.raises(ClaimError, match=r"shape \(\), not one per seed \(36\)"):
+        graded(fits(row(values=POOL), row(values=POOL, depth=6)), measure=series)
     # the note's own arithmetic that does not hold is an error of the entry
     with pytest.raises(ClaimError, match="arithmetic gives 9.79796"):
         graded(kind="arithmetic", documented=9.7, measure={"value": "sqrt(96)"},

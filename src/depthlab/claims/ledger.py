@@ -142,8 +142,13 @@ class Sample:
                           dtype=float)
 
     def per_seed(self) -> np.ndarray:
-        """The expression per seed: (S,) or (S, M) for M members."""
-        return self.value(self.rows)
+        """The expression per seed: (S,) or (S, M) for M members; ClaimError if it is not one
+        value (or one row) per seed (an expression that reduces over the seeds)."""
+        v = self.value(self.rows)
+        if v.ndim == 0 or v.shape[0] != len(self.seeds):
+            raise ClaimError(f"{self.name}: the value has shape {v.shape}, not one per seed "
+                             f"({len(self.seeds)}): does the expression reduce over the seeds?")
+        return v
 
     def pooled(self, idx: np.ndarray) -> np.ndarray:
         """The expression on the mean rows of the seeds each row of idx (B, n) picks: (B,) or
