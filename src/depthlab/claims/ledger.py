@@ -142,13 +142,9 @@ class Sample:
                           dtype=float)
 
     def per_seed(self) -> np.ndarray:
-        """The expression per seed: (S,) or (S, M) for M members; ClaimError if it is not one
-        value (or one row) per seed (an expression that reduces over the seeds)."""
-        v = self.value(self.rows)
-        if v.ndim == 0 or v.shape[0] != len(self.seeds):
-            raise ClaimError(f"{self.name}: the value has shape {v.shape}, not one per seed "
-                             f"({len(self.seeds)}): does the expression reduce over the seeds?")
-        return v
+        """The expression per seed: (S,) or (S, M) for M members (a scalar for the statistic
+        `value`, one number across the seeds)."""
+        return self.value(self.rows)
 
     def pooled(self, idx: np.ndarray) -> np.ndarray:
         """The expression on the mean rows of the seeds each row of idx (B, n) picks: (B,) or
@@ -186,6 +182,9 @@ def estimates(sample: Sample, statistic: str) -> list[tuple[float, float, float]
         return [(float(p), float(a), float(b)) for p, a, b in
                 zip(point, np.atleast_1d(lo), np.atleast_1d(hi), strict=True)]
     v = sample.per_seed()
+    if v.ndim == 0 or v.shape[0] != n:
+        raise ClaimError(f"{sample.name}: the value has shape {v.shape}, not one per seed "
+                         f"({n}): does the expression reduce over the seeds?")
     v = v[:, None] if v.ndim == 1 else v
     return [bands.estimate(v[:, i], statistic) for i in range(v.shape[1])]
 
