@@ -233,6 +233,12 @@ def test_a_pool_smaller_than_the_note_s_seeds_or_other_settings_are_not_comparab
     assert result["verdict"] == "not comparable: d_model 64, note 128"
     same = {"stack96": {"grad": {"d_model": 128}}}
     assert graded(fits(row(values=POOL, arm="grad")), settings=same)["outcome"] == "supported"
+    # the note's stated settings are its own measurements': an entry graded on another study
+    # (a training-time claim on the training study) is not held to them
+    other = {"training": pd.DataFrame([row(values=POOL, arm="grad")])}
+    result = graded(other, settings={"training": settings["stack96"]},
+                    measure={**ENTRY["measure"], "fit": "training"})
+    assert result["outcome"] == "supported"
 
 
 def test_a_fit_with_fewer_seeds_than_the_claims_file_asks_is_not_graded():

@@ -400,7 +400,10 @@ def evaluate_entry(entry: dict, fits: dict[str, pd.DataFrame], notes: dict,
     except NotInGrid as missing:
         row["notes"] = f"not in this grid: {missing}"
         return row, []
-    differ = comparable(note, sample.arms, (settings or {}).get(measure["fit"]))
+    # the note's stated settings are those of its own measurements: an entry graded on another
+    # study (a training-time claim on the training study) states its setting in its reason
+    own = measure["fit"] == entry["note"]
+    differ = comparable(note, sample.arms, (settings or {}).get(measure["fit"])) if own else ""
     pool = len(sample.seeds)
     needs = n_note if source == "sample" and entry["kind"] == "quantitative" \
         and statistic != "seed0" else 2
