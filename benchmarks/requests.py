@@ -26,6 +26,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 import yaml  # noqa: E402
+from matplotlib.ticker import NullFormatter  # noqa: E402
 from scipy.optimize import nnls  # noqa: E402
 
 from depthlab.pipeline import cost, requests  # noqa: E402
@@ -61,17 +62,21 @@ def jobs_used(run: Path, configs: list[str]) -> pd.DataFrame:
         if not bench.exists():
             continue
         used = pd.read_csv(bench, sep="\t").iloc[0]
+        steps = 0.0
         if kind == "train":
             ts = training[(job.study, job.arm)]
             flops = sum(cost.training_flops(c.settings, ts) for c in job.cells)
             seconds, mb = requests.train_seconds(job, ts), requests.train_mb(job)
+            steps = requests.layer_steps(job, ts)
         else:
             flops = cost.job_flops(job)
             seconds, mb = requests.measure_seconds(job), requests.measure_mb(job)
         rows.append({
-            "run": run.name, "kind": kind, "job": f"{job.study}/{job.arm}/{job.job}",
-            "flops": flops, "elements": requests.activation_elements(job),
-            "pass_mb": max(cost.pass_bytes(c.settings) for c in job.cells) / 1e6,
+            "run": " + ".join(Path(c).stem for c in configs), "kind": kind,
+            "job": f"{job.study}/{job.arm}/{job.job}",
+            "flops": flops, "elements": requests.activation_elements(job), "layer_steps": steps,
+            "pass_mb": (requests.train_bytes(job) if kind == "train" else
+                        max(cost.pass_bytes(c.settings) for c in job.cells)) / 1e6,
             "predicted_s": seconds, "cpu_s": float(used["cpu_time"]), "wall_s": float(used["s"]),
             "predicted_mb": mb, "rss_mb": float(used["max_rss"]),
             "runtime_request_min": requests.runtime_min(seconds),
@@ -85,23 +90,28 @@ def jobs_used(run: Path, configs: list[str]) -> pd.DataFrame:
 
 def fit(frame: pd.DataFrame) -> dict[str, float]:
     """Non-negative least squares on relative errors: measure seconds = a + flops / R +
-    elements x p; train seconds = a + flops / R_train (a shared); measure MB = B + k x pass
-    MB. Returns the constants under requests.py's names."""
-    measure, train = frame[frame["kind"] == "measure"], frame[frame["kind"] == "train"]
+    elements x p; train seconds = a + flops / R_train + layer steps x q (a shared); MB =
+    B + k x pass MB (measure) or B + k_train x train MB (B shared). Returns the constants
+    under requests.py's names."""
+    train = frame[frame["kind"] == "train"]
     ones = np.ones(len(frame))
     design = np.column_stack([
         ones, np.where(frame["kind"] == "measure", frame["flops"], 0),
         np.where(frame["kind"] == "measure", frame["elements"], 0),
-        np.where(frame["kind"] == "train", frame["flops"], 0)])
+        np.where(frame["kind"] == "train", frame["flops"], 0), frame["layer_steps"]])
     weight = 1 / frame["cpu_s"].to_numpy()
-    a, per_flop, per_element, per_train_flop = nnls(design * weight[:, None], ones)[0]
-    mem = np.column_stack([np.ones(len(measure)), measure["pass_mb"]]) / \
-        measure["rss_mb"].to_numpy()[:, None]
-    base, share = nnls(mem, np.ones(len(measure)))[0]
+    a, per_flop, per_element, per_train_flop, per_step = nnls(design * weight[:, None], ones)[0]
+    is_train = (frame["kind"] == "train").to_numpy()
+    mem = np.column_stack([np.ones(len(frame)), np.where(is_train, 0, frame["pass_mb"]),
+                           np.where(is_train, frame["pass_mb"], 0)])
+    base, share, train_share = nnls(mem / frame["rss_mb"].to_numpy()[:, None],
+                                    np.ones(len(frame)))[0]
     out = {"STARTUP_S": a, "MEASURE_FLOPS_PER_S": 1 / per_flop if per_flop else np.inf,
            "PROBE_S_PER_ELEMENT": per_element, "BASE_MB": base, "PASS_SHARE": share}
     if len(train):
         out["TRAIN_FLOPS_PER_S"] = 1 / per_train_flop if per_train_flop else np.inf
+        out["TRAIN_S_PER_LAYER_STEP"] = per_step
+        out["TRAIN_SHARE"] = train_share
     return out
 
 
@@ -119,6 +129,8 @@ def figure(frame: pd.DataFrame, path: Path) -> None:
         ax.fill_between(xs, xs / 2, xs * 2, color="grey", alpha=0.15, lw=0, label="within 2x")
         ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi),
                xlabel=f"used: {unit}", ylabel=f"predicted: {unit}")
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.set_minor_formatter(NullFormatter())
         ax.legend(fontsize=6)
     fig.suptitle("Each job's predicted use (depthlab.pipeline.requests) against its benchmark")
     fig.savefig(path, dpi=200)

@@ -66,8 +66,8 @@ def test_requests_grow_with_depth_seeds_and_attempt():
     # seed_batch bounds memory, not runtime
     mem_batched, min_batched = _requests(_job(depth=6, seeds=600, seed_batch=6))
     assert mem_batched < mem_seeds and min_batched == min_seeds
-    assert requests.mem_mb(1234.0, attempt=2) == 2 * requests.mem_mb(1234.0) == 2 * 1900
-    assert requests.runtime_min(61.0, attempt=3) == 3 * requests.runtime_min(61.0) == 3 * 3
+    assert requests.mem_mb(1234.0, attempt=2) == 2 * requests.mem_mb(1234.0) == 2 * 2500
+    assert requests.runtime_min(61.0, attempt=3) == 3 * requests.runtime_min(61.0) == 3 * 4
 
 
 @pytest.mark.parametrize("budget", [0, 300, 2500])

@@ -9,9 +9,10 @@ request changes no number).
   PROBE_S_PER_ELEMENT (the probes touch every stream, branch and normalised state of every
   block and seed); peak MB = BASE_MB + PASS_SHARE x the largest pass's bytes
   (depthlab.pipeline.cost.pass_bytes, an upper bound of what autograd holds).
-- train: CPU seconds = STARTUP_S + training FLOPs / TRAIN_FLOPS_PER_S; peak MB = BASE_MB +
-  PASS_SHARE x the seeds' pass bytes at the training batch, plus the weights, their gradients
-  and AdamW's two moments.
+- train: CPU seconds = STARTUP_S + training FLOPs / TRAIN_FLOPS_PER_S + layer steps (steps x
+  depth, every cell: the per-block operations each step dispatches whatever the batch) x
+  TRAIN_S_PER_LAYER_STEP (the two terms are confounded on these jobs: read them as a model of
+  the time, not as a throughput); peak MB = BASE_MB + TRAIN_SHARE x `train_bytes`.
 """
 
 from __future__ import annotations
@@ -23,15 +24,17 @@ from depthlab.pipeline.grid import Job
 
 # fitted by benchmarks/requests.py on the default, training_seeds and fixes runs of 2026-12-02
 # (one thread per job; the fit and its worst ratios are in docs/PERFORMANCE.md)
-STARTUP_S = 2.0  # process start, imports, reading the config and writing the shard
-MEASURE_FLOPS_PER_S = 30e9  # forward and backward GEMMs, float64
-PROBE_S_PER_ELEMENT = 2.5e-7  # per element of one block's activations (seed x token x d)
-TRAIN_FLOPS_PER_S = 60e9  # float32 training steps
-BASE_MB = 300  # the interpreter with torch and pandas loaded
-PASS_SHARE = 0.5  # peak RSS growth per byte of cost.pass_bytes (it bounds a pass from above)
+STARTUP_S = 2.4  # process start, imports, reading the config and writing the shard
+MEASURE_FLOPS_PER_S = 70e9  # forward and backward GEMMs, float64
+PROBE_S_PER_ELEMENT = 2.0e-7  # per element of one block's activations (seed x token x d)
+TRAIN_FLOPS_PER_S = 250e9  # float32 training steps
+TRAIN_S_PER_LAYER_STEP = 0.049  # one block's operations in one step, all seeds batched
+BASE_MB = 430  # the interpreter with torch and pandas loaded
+PASS_SHARE = 0.34  # peak RSS growth per byte of cost.pass_bytes (it bounds a pass from above)
+TRAIN_SHARE = 1.0  # peak RSS growth per byte of train_bytes
 
-RUNTIME_MARGIN = 2.0  # a request covers a job that runs up to this much slower than predicted
-MEM_MARGIN = 1.5
+RUNTIME_MARGIN = 3.0  # covers a job 3x slower than predicted (the worst seen: 2.6x, CPU)
+MEM_MARGIN = 2.0  # covers a job at 2x its predicted peak (the worst seen: 1.7x)
 
 
 def activation_elements(job: Job) -> float:
@@ -52,21 +55,31 @@ def measure_mb(job: Job) -> float:
     return BASE_MB + PASS_SHARE * max(cost.pass_bytes(c.settings) for c in job.cells) / 1e6
 
 
+def layer_steps(job: Job, ts) -> float:
+    """Optimiser steps times blocks, summed over the job's cells (ts: its TrainSettings)."""
+    return sum(ts.steps * c.settings.depth for c in job.cells)
+
+
 def train_seconds(job: Job, ts) -> float:
     """Predicted single-thread CPU seconds of a train job (ts: its arm's TrainSettings)."""
-    return STARTUP_S + sum(cost.training_flops(c.settings, ts)
-                           for c in job.cells) / TRAIN_FLOPS_PER_S
+    flops = sum(cost.training_flops(c.settings, ts) for c in job.cells)
+    return (STARTUP_S + flops / TRAIN_FLOPS_PER_S
+            + layer_steps(job, ts) * TRAIN_S_PER_LAYER_STEP)
 
 
-def train_mb(job: Job) -> float:
-    """Predicted peak RSS of a train job in MB: its largest cell's seeds in one pass at the
-    training batch, with the weights, their gradients and AdamW's two moments."""
+def train_bytes(job: Job) -> float:
+    """Bytes of a train job's largest cell: its seeds in one pass at the training batch
+    (cost.seed_bytes), the weights, their gradients and AdamW's two moments."""
     def cell(s) -> float:
         d, f = s.d_model, s.ffn_mult * s.d_model
         weights = s.depth * (4 * d * d + 2 * d * f) + 2 * s.head_classes * d
-        state = 4 * cost.ITEMSIZE[s.dtype] * weights * s.seeds
-        return PASS_SHARE * s.seeds * cost.seed_bytes(s) + state
-    return BASE_MB + max(cell(c.settings) for c in job.cells) / 1e6
+        return s.seeds * (cost.seed_bytes(s) + 4 * cost.ITEMSIZE[s.dtype] * weights)
+    return max(cell(c.settings) for c in job.cells)
+
+
+def train_mb(job: Job) -> float:
+    """Predicted peak RSS of a train job in MB."""
+    return BASE_MB + TRAIN_SHARE * train_bytes(job) / 1e6
 
 
 def runtime_min(seconds: float, attempt: int = 1) -> int:
