@@ -58,4 +58,6 @@ for target in TARGETS:
             shell:
                 "echo {params.why:q} | tee {log} >&2; exit 1"
 
-        getattr(rules, target.name).rule.docstring = f"(not in this config) {target.description}"
+        getattr(rules, target.name).rule.docstring = (
+            f"(not in this config) {target.description}"
+        )
