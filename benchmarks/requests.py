@@ -28,6 +28,7 @@ import seaborn as sns  # noqa: E402
 import yaml  # noqa: E402
 from matplotlib.ticker import NullFormatter  # noqa: E402
 from scipy.optimize import nnls  # noqa: E402
+from snakemake.utils import update_config  # noqa: E402
 
 from depthlab.pipeline import cost, requests  # noqa: E402
 from depthlab.pipeline.train_settings import training_arms  # noqa: E402
@@ -37,16 +38,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def merged(files: list[Path]) -> dict:
-    """The config files merged key by key, later files winning (as Snakemake merges them)."""
-    def merge(a: dict, b: dict) -> dict:
-        out = dict(a)
-        for key, value in b.items():
-            both = isinstance(value, dict) and isinstance(out.get(key), dict)
-            out[key] = merge(out[key], value) if both else value
-        return out
+    """The config files merged key by key, later files winning (Snakemake's own merge)."""
     config: dict = {}
     for f in files:
-        config = merge(config, yaml.safe_load(f.read_text()))
+        update_config(config, yaml.safe_load(f.read_text()))
     return config
 
 

@@ -26,7 +26,7 @@ from depthlab.core.io import atomic_path
 from depthlab.core.logs import Progress
 from depthlab.core.measure import check_device
 from depthlab.core.model import Draw, StackParams, build, forward, per_seed_loss, torch_dtype
-from depthlab.core.probes import Probe, backward, pass_rows, run_probes
+from depthlab.core.probes import Probe, backward, pass_rows, probe_rows, run_probes
 from depthlab.core.records import NonFiniteError, check_finite, tag
 from depthlab.pipeline.grid import Job
 from depthlab.pipeline.settings import RunSettings
@@ -154,14 +154,12 @@ def ablation_rows(model: CharModel, val_data: Tensor, eval_starts: np.ndarray, s
     unchanged), for l = 1..L, on the same batches as `val_loss` (the loss it raises is the
     difference; LN-Scaling's "deep layers contribute more" and the notes' refinement claims
     are read from it)."""
-    seeds = s.seed_list()
+    layers = list(range(1, s.depth + 1))
     values = torch.stack([validation_loss(model, val_data, eval_starts, s, removed=layer)
-                          for layer in range(1, s.depth + 1)]).cpu().numpy()  # (L, S)
-    return pd.DataFrame({
-        "seed": np.tile(seeds, s.depth), "layer": np.repeat(np.arange(1, s.depth + 1), len(seeds)),
-        "sublayer": "block", "metric": "ablated_val_loss", "value": values.reshape(-1),
-        "step": step,
-    })
+                          for layer in layers], dim=1)  # (S, L)
+    frame = probe_rows([Probe("ablated_val_loss", "block", layers, values)], s.seed_list())
+    frame["step"] = step
+    return frame
 
 
 @dataclass

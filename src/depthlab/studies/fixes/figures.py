@@ -11,7 +11,6 @@ from dataclasses import dataclass
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from matplotlib.lines import Line2D
 from matplotlib.ticker import NullLocator
 
 from depthlab.analysis.omega import formula_abs
@@ -33,7 +32,12 @@ from depthlab.analysis.style import (
 )
 from depthlab.pipeline.placements import FAMILIES, LABELS, PALETTE, PLACEMENTS
 from depthlab.studies.fixes.fit import CALIBRATED, FIX_LABELS
-from depthlab.studies.fixes.tables import GRAD_READINGS, ZERO_BY_CONSTRUCTION, width_depth
+from depthlab.studies.fixes.tables import (
+    GRAD_READINGS,
+    ZERO_BY_CONSTRUCTION,
+    reading_ratios,
+    width_depth,
+)
 
 # the placements' look, and the calibrated Pre-LN variant's: the one colour left, dashed
 FIX_STYLE = {**PLACEMENT_STYLE, CALIBRATED: {
@@ -127,17 +131,14 @@ def grad_readings(fits: pd.DataFrame):
     """The first/last block gradient ratio under each reading (which parameters count, which
     loss: GRAD_READINGS) at each depth the reading arms share, a panel per depth, a curve per
     placement across the readings, log y."""
-    ratio = pick(fits, quantity="grad_ratio")
-    ratio = ratio[ratio["arm"].isin(list(GRAD_READINGS))].copy()
+    ratio, depths = reading_ratios(fits)
     order = list(GRAD_READINGS)
-    ratio["reading"] = ratio["arm"].map(order.index)
-    depths = sorted(set.intersection(*(set(ratio.loc[ratio["arm"] == arm, "depth"])
-                                       for arm in order if arm in set(ratio["arm"]))))
+    ratio = ratio.assign(reading=ratio["arm"].map(order.index))
     fig, axes = grid(1, len(depths), 4.2, 2.8, sharey=True)
-    drawn = []
+    drawn, balanced = [], []
     for ax, depth in zip(axes[0], depths, strict=True):
         drawn += curves(ax, ratio[ratio["depth"] == depth], "reading", by="fix", style=FIX_STYLE)
-        _balanced(ax, None)
+        balanced = _balanced(ax, None)
         log_scale(ax, "y")
         ax.set_xticks(range(len(order)), [GRAD_READINGS[a].replace("all parameters", "params")
                                           .replace("weight matrices", "weights")
@@ -147,8 +148,7 @@ def grad_readings(fits: pd.DataFrame):
         ax.set_title(f"L = {int(depth)}")
     zero = [FIX_LABELS[f] for f in ZERO_BY_CONSTRUCTION if f in set(ratio["fix"])]
     notes = [f"{', '.join(zero)}: no weights reading (0/0)"] if zero else []
-    legend(fig, [f for f in FIX_STYLE if f in drawn], FIX_STYLE,
-           extra=[(Line2D([], [], color="grey", ls="--", lw=0.8), "1 = balanced")],
+    legend(fig, [f for f in FIX_STYLE if f in drawn], FIX_STYLE, extra=balanced,
            notes=[*notes, spread_label(ratio)])
     return fig
 

@@ -78,14 +78,21 @@ def probes_at_192(fits: pd.DataFrame) -> pd.DataFrame:
     return probes_at_depth(fits, 192)
 
 
-def grad_readings(fits: pd.DataFrame) -> pd.DataFrame:
-    """The first/last block gradient ratio of every placement at each depth the reading arms
-    share, under every reading of GRAD_READINGS: median across seeds [seed range]; ReZero's
-    weight-matrix readings are 0/0 at init (its weights get no gradient while alpha = 0)."""
+def reading_ratios(fits: pd.DataFrame) -> tuple[pd.DataFrame, list]:
+    """The gradient-ratio rows of the GRAD_READINGS arms, and the depths every one of those
+    arms present has."""
     ratio = pick(fits, quantity="grad_ratio")
     ratio = ratio[ratio["arm"].isin(list(GRAD_READINGS))]
     depths = sorted(set.intersection(*(set(ratio.loc[ratio["arm"] == arm, "depth"])
                                        for arm in GRAD_READINGS if arm in set(ratio["arm"]))))
+    return ratio, depths
+
+
+def grad_readings(fits: pd.DataFrame) -> pd.DataFrame:
+    """The first/last block gradient ratio of every placement at each depth the reading arms
+    share, under every reading of GRAD_READINGS: median across seeds [seed range]; ReZero's
+    weight-matrix readings are 0/0 at init (its weights get no gradient while alpha = 0)."""
+    ratio, depths = reading_ratios(fits)
     rows = []
     for depth in depths:
         for fix in FIX_ORDER:
