@@ -30,7 +30,7 @@ from matplotlib.ticker import NullFormatter  # noqa: E402
 from scipy.optimize import nnls  # noqa: E402
 from snakemake.utils import update_config  # noqa: E402
 
-from depthlab.pipeline import cost, requests  # noqa: E402
+from depthlab.pipeline import cost, paths, requests  # noqa: E402
 from depthlab.pipeline.train_settings import training_arms  # noqa: E402
 from depthlab.pipeline.validate import check_config  # noqa: E402
 
@@ -53,7 +53,7 @@ def jobs_used(run: Path, configs: list[str]) -> pd.DataFrame:
     rows = []
     for job in jobs:
         kind = "train" if (job.study, job.arm) in training else "measure"
-        bench = run / f"results/benchmarks/{kind}/{job.study}/{job.arm}/{job.job}.tsv"
+        bench = run / paths.benchmark(kind).format(study=job.study, arm=job.arm, job=job.job)
         if not bench.exists():
             continue
         used = pd.read_csv(bench, sep="\t").iloc[0]

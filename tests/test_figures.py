@@ -21,8 +21,8 @@ import yaml
 from conftest import ROOT, copy_workflow, run_snakemake, tiny_targets
 from PIL import Image
 
+from depthlab.analysis.draw import contact_sheet
 from depthlab.analysis.fits import read_fits
-from depthlab.analysis.render import contact_sheet
 from depthlab.analysis.style import coinciding, log_scale, save
 from depthlab.pipeline.placements import LABELS, ORDER
 from depthlab.studies import TARGETS

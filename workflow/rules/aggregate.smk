@@ -3,9 +3,9 @@
 
 rule aggregate:
     input:
-        lambda w: shards(w.study),
+        lambda w: CATALOGUE.shards(w.study),
     output:
-        "results/tables/{study}.parquet",
+        paths.TABLE,
     log:
         "logs/aggregate/{study}.log",
     localrule: True

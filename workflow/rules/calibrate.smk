@@ -13,7 +13,7 @@ rule calibrate:
     input:
         lambda w: JOBS[(w.study, CALIBRATED[(w.study, w.arm)], w.job)].shard,
     output:
-        "results/calibration/{study}/{arm}/{job}.parquet",
+        paths.CALIBRATION,
     log:
         "logs/calibrate/{study}/{arm}/{job}.log",
     localrule: True
@@ -28,13 +28,13 @@ rule calibrate:
 # the measure rule of calibrated arms only ("(?!)" matches nothing when there are none)
 rule measure_calibrated:
     input:
-        calibration="results/calibration/{study}/{arm}/{job}.parquet",
+        calibration=paths.CALIBRATION,
     output:
-        "results/runs/{study}/{arm}/{job}.parquet",
+        paths.SHARD,
     log:
         "logs/measure/{study}/{arm}/{job}.log",
     benchmark:
-        "results/benchmarks/measure/{study}/{arm}/{job}.tsv"
+        paths.benchmark("measure")
     wildcard_constraints:
         arm="|".join(sorted({arm for _, arm in CALIBRATED})) or "(?!)",
     conda:

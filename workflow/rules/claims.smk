@@ -5,13 +5,13 @@ rule claims:
     """every claim of the four notes and the fixes' papers, measured, with a verdict (results/claims.md)"""
     input:
         claims=local(config["claims"]),  # relative to the working directory, not prefixed
-        fits=[path for study in CLAIM_FITS for path in study_fits(study)],
+        fits=CATALOGUE.ledger_fits(),
     output:
-        parquet="results/claims.parquet",
-        md="results/claims.md",
-        readings="results/claims_readings.csv",
+        parquet=paths.LEDGER["parquet"],
+        md=paths.LEDGER["md"],
+        readings=paths.LEDGER["readings"],
         html=report(
-            "results/claims.html",
+            paths.LEDGER["html"],
             caption="../report/claims.rst",
             category="claims",
             subcategory="ledger",

@@ -20,7 +20,8 @@ os.environ.update(
 )
 
 from depthlab.claims.schema import load_claims
-from depthlab.pipeline import requests
+from depthlab.pipeline import paths, requests
+from depthlab.pipeline.catalogue import Catalogue
 from depthlab.pipeline.codehash import BASE, MEASURE_CODE, code_hash, study_code_hash
 from depthlab.pipeline.grid import arm_settings
 from depthlab.pipeline.reuse import owner_shards, reuse
@@ -32,11 +33,16 @@ SCHEMA = f"{DEPTHLAB}/workflow/schemas/config.schema.yaml"
 # the default claims file (this workflow's own), checked too (validate() fills defaults later)
 config.setdefault("claims", os.path.relpath(f"{DEPTHLAB}/config/claims.yaml"))
 try:
-    JOBS = {(j.study, j.arm, j.job): j for j in check_config(config, SCHEMA, STUDIES)}
-    CLAIMS = load_claims(config["claims"])["claims"]
+    CATALOGUE = Catalogue(
+        config,
+        check_config(config, SCHEMA, STUDIES),
+        TARGETS,
+        load_claims(config["claims"])["claims"],
+    )
 except ConfigError as err:
     sys.exit(f"config error: {err}")  # one line, no traceback, before any job runs
 validate(config, SCHEMA)  # passes now; fills the schema's defaults
+JOBS = CATALOGUE.jobs
 
 # cells whose numbers another job's cell gives are copied from its shard, not measured again
 # (depthlab.pipeline.reuse); calibrated arms and training studies are never shared
@@ -51,27 +57,12 @@ MEASURE_HASH = code_hash(MEASURE_CODE)
 BASE_HASH = code_hash(BASE)
 STUDY_HASH = {study: study_code_hash(study) for study in config["studies"]}
 CLAIMS_HASH = code_hash((*BASE, "claims"))
-# the arms of each study, in config order
-ARMS = {study: list(spec["arms"]) for study, spec in config["studies"].items()}
 # the config files shipped in config/ (a target this config cannot build names those that can)
 SHIPPED_CONFIGS = {
     f"config/{path.name}": yaml.safe_load(path.read_text())
     for path in sorted(Path(DEPTHLAB, "config").glob("*.yaml"))
     if path.name != "claims.yaml"
 }
-# each target of a configured study that reads at least one configured arm
-STUDY_TARGETS = [
-    t for t in TARGETS if t.study in config["studies"] and t.arms(ARMS[t.study])
-]
-# the fits the claims ledger reads: its studies that this config fits (none: no ledger)
-CLAIMED = {entry.get("measure", {}).get("fit") for entry in CLAIMS}
-CLAIM_FITS = sorted(CLAIMED & {t.study for t in STUDY_TARGETS})
-CLAIMS_OUTPUTS = [
-    "results/claims.parquet",
-    "results/claims.md",
-    "results/claims.html",
-    "results/claims_readings.csv",
-]
 # what each arm's cells share, as sorted JSON: the ledger's comparability with the notes
 ARM_SETTINGS = json.dumps(arm_settings(list(JOBS.values())), sort_keys=True)
 
@@ -153,77 +144,12 @@ def job_training(wildcards):
     return json.dumps(dataclasses.asdict(settings), sort_keys=True)
 
 
-def shards(study, arms=None):
-    """The shards of a study's jobs, of the given arms only if named."""
-    return [
-        j.shard
-        for j in JOBS.values()
-        if j.study == study and (arms is None or j.arm in arms)
-    ]
-
-
-def arm_fit(study, arm):
-    return f"results/fits/{study}/{arm}.parquet"
-
-
-def study_fits(study):
-    """The fits of every arm of a study."""
-    return [arm_fit(study, arm) for arm in ARMS[study]]
-
-
 def arm_axes(wildcards):
     """The axis names of every arm of the study, as sorted JSON (the fit reads them)."""
     arms = config["studies"][wildcards.study]["arms"]
     return json.dumps(
         {arm: list(spec["axes"]) for arm, spec in arms.items()}, sort_keys=True
     )
-
-
-def target_fits(target):
-    """The fits a target reads: one per arm it reads."""
-    return [arm_fit(target.study, arm) for arm in target.arms(ARMS[target.study])]
-
-
-def seeds_of(target):
-    """The seed counts of the cells a target reads, e.g. '6' or '6, 12'."""
-    arms = set(target.arms(ARMS[target.study]))
-    counts = {
-        c.settings.seeds
-        for j in JOBS.values()
-        if j.study == target.study and j.arm in arms
-        for c in j.cells
-    }
-    return ", ".join(map(str, sorted(counts)))
-
-
-def claims_testing(target):
-    """The ids of the claims measured on the arms a target reads (for its report caption)."""
-    arms = set(target.arms(ARMS[target.study]))
-    return [
-        e["id"]
-        for e in CLAIMS
-        if e.get("measure", {}).get("fit") == target.study
-        and {r.get("arm") for r in e["measure"].get("rows", {}).values()} & arms
-    ]
-
-
-def provenance_inputs():
-    """Every Parquet file the default target makes: each job's shard, each study's table, the
-    fits of every arm of the studies that have targets, and the ledger."""
-    fitted = sorted({t.study for t in STUDY_TARGETS})
-    return (
-        [j.shard for j in JOBS.values()]
-        + [f"results/tables/{study}.parquet" for study in config["studies"]]
-        + [path for study in fitted for path in study_fits(study)]
-        + (["results/claims.parquet"] if CLAIM_FITS else [])
-    )
-
-
-def all_targets():
-    """Every output of every target whose study is configured, and the claims ledger when a
-    claim can be measured on this config."""
-    targets = [path for t in STUDY_TARGETS for path in t.outputs.values()]
-    return targets + (CLAIMS_OUTPUTS if CLAIM_FITS else [])
 
 
 def report_outputs(target):

@@ -4,9 +4,9 @@
 
 rule fit:
     input:
-        lambda w: shards(w.study, [w.arm]),
+        lambda w: CATALOGUE.shards(w.study, [w.arm]),
     output:
-        "results/fits/{study}/{arm}.parquet",
+        paths.FIT,
     log:
         "logs/fit/{study}/{arm}.log",
     localrule: True

@@ -5,11 +5,11 @@ rule measure:
     input:
         owners=job_owners,
     output:
-        "results/runs/{study}/{arm}/{job}.parquet",
+        paths.SHARD,
     log:
         "logs/measure/{study}/{arm}/{job}.log",
     benchmark:
-        "results/benchmarks/measure/{study}/{arm}/{job}.tsv"
+        paths.benchmark("measure")
     conda:
         "../envs/depthlab.yaml"
     threads: config["threads"]

@@ -4,9 +4,9 @@
 rule provenance:
     """the config and every Parquet file's provenance (results/provenance.json)"""
     input:
-        provenance_inputs(),
+        CATALOGUE.provenance_inputs(),
     output:
-        "results/provenance.json",
+        paths.PROVENANCE,
     log:
         "logs/provenance.log",
     localrule: True

@@ -2,13 +2,13 @@
 # targets.py): its fits, its outputs, its caption. In the report (`snakemake --report`) each
 # figure's PNG and each table's HTML page sit under their note's category.
 
-for target in STUDY_TARGETS:
+for target in CATALOGUE.targets:
 
     rule:
         name:
             target.name
         input:
-            target_fits(target),
+            CATALOGUE.target_fits(target),
         output:
             **report_outputs(target),
         log:
@@ -24,8 +24,8 @@ for target in STUDY_TARGETS:
                 if k in target.options
             },
             caption=target.caption,
-            seeds=seeds_of(target),
-            tests=", ".join(claims_testing(target)) or "none",
+            seeds=CATALOGUE.seeds_of(target),
+            tests=", ".join(CATALOGUE.claims_testing(target)) or "none",
             code=STUDY_HASH[target.study],
         message:
             target.description
@@ -41,7 +41,7 @@ for target in STUDY_TARGETS:
 # rule: asked for by name, it fails at once with a message naming the config files that have it,
 # instead of Snakemake's "no rule to produce"
 for target in TARGETS:
-    if target not in STUDY_TARGETS:
+    if target not in CATALOGUE.targets:
 
         rule:
             name:
@@ -52,7 +52,7 @@ for target in TARGETS:
             conda:
                 "../envs/depthlab.yaml"
             params:
-                why=target.unavailable(ARMS, SHIPPED_CONFIGS),
+                why=target.unavailable(CATALOGUE.arms, SHIPPED_CONFIGS),
             message:
                 "{params.why}"
             shell:

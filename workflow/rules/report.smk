@@ -7,15 +7,15 @@ README_FIGURES = (
     "fig_fixes_grad_ratio",
     "fig_fixes_stream_growth",
 )
-DOC_FIGURES = [t.stem for t in STUDY_TARGETS if t.name in README_FIGURES]
+DOC_FIGURES = [t for t in CATALOGUE.targets if t.name in README_FIGURES]
 
 
 rule docs_figures:
     """copy the README's key figures from results/figures/ to docs/figures/"""
     input:
-        expand("results/figures/{name}.png", name=DOC_FIGURES),
+        [t.outputs["png"] for t in DOC_FIGURES],
     output:
-        expand("docs/figures/{name}.png", name=DOC_FIGURES),
+        [f"docs/figures/{t.stem}.png" for t in DOC_FIGURES],
     log:
         "logs/docs_figures.log",
     localrule: True
@@ -33,7 +33,7 @@ rule docs_figures:
 rule fig_contact_sheet:
     """every figure of the run as thumbnails on one page (PNG)"""
     input:
-        [t.outputs["png"] for t in STUDY_TARGETS if t.kind == "figure"],
+        [t.outputs["png"] for t in CATALOGUE.targets if t.kind == "figure"],
     output:
         "results/figures/contact_sheet.png",
     log:
@@ -52,8 +52,8 @@ rule fig_contact_sheet:
 rule docs_results:
     """docs/RESULTS.md and the README's summary line from results/claims.parquet"""
     input:
-        ledger="results/claims.parquet",
-        readings="results/claims_readings.csv",
+        ledger=paths.LEDGER["parquet"],
+        readings=paths.LEDGER["readings"],
         rules=f"{DEPTHLAB}/docs/claims_rules.md",
     output:
         results=f"{DEPTHLAB}/docs/RESULTS.md",

@@ -41,12 +41,12 @@ rule train:
     input:
         corpus="resources/tinyshakespeare.txt",
     output:
-        shard="results/runs/{study}/{arm}/{job}.parquet",
-        weights=temp("results/weights/{study}/{arm}/{job}.pt"),
+        shard=paths.SHARD,
+        weights=temp(paths.WEIGHTS),
     log:
         "logs/train/{study}/{arm}/{job}.log",
     benchmark:
-        "results/benchmarks/train/{study}/{arm}/{job}.tsv"
+        paths.benchmark("train")
     wildcard_constraints:
         study=TRAINING_STUDIES,
     conda:

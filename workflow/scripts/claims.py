@@ -7,7 +7,7 @@ from pathlib import Path
 
 from depthlab.analysis.fits import read_fits
 from depthlab.claims.ledger import ledger
-from depthlab.claims.render import to_html, to_markdown
+from depthlab.claims.publish import to_html, to_markdown
 from depthlab.claims.schema import load_claims
 from depthlab.core.io import inherited, provenance, read_meta, write_parquet, write_text
 from depthlab.core.logs import to_file

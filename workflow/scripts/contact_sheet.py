@@ -1,6 +1,6 @@
 """Adapter: every figure of the run as thumbnails on one page."""
 
-from depthlab.analysis.render import contact_sheet
+from depthlab.analysis.draw import contact_sheet
 from depthlab.core.logs import to_file
 
 to_file(snakemake.log[0])

@@ -1,9 +1,9 @@
 """Adapter: draw one declared table or figure from the fits of the arms it reads."""
 
-from depthlab.analysis.render import render
+from depthlab.analysis.draw import draw
 from depthlab.core.logs import to_file
 from depthlab.studies import BY_NAME
 
 to_file(snakemake.log[0])
 target = BY_NAME[snakemake.params.name]
-render(target, list(snakemake.input), dict(snakemake.params.options), dict(snakemake.output))
+draw(target, list(snakemake.input), dict(snakemake.params.options), dict(snakemake.output))

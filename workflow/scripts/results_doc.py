@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from depthlab.claims.render import results_doc, summary_line
+from depthlab.claims.publish import results_doc, summary_line
 from depthlab.core.io import read_meta, write_text
 from depthlab.core.logs import to_file
 

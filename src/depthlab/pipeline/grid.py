@@ -11,6 +11,7 @@ import itertools
 import json
 from dataclasses import dataclass
 
+from depthlab.pipeline.paths import SHARD
 from depthlab.pipeline.placements import ORDER
 from depthlab.pipeline.settings import ConfigError, RunSettings
 
@@ -34,7 +35,7 @@ class Job:
 
     @property
     def shard(self) -> str:
-        return f"results/runs/{self.study}/{self.arm}/{self.job}.parquet"
+        return SHARD.format(study=self.study, arm=self.arm, job=self.job)
 
     def cells_json(self) -> str:
         """The cells as a sorted JSON string: a rule's `params` (a change reruns the job)."""

@@ -18,6 +18,7 @@ import json
 
 from depthlab.pipeline.cost import seeds_per_pass
 from depthlab.pipeline.grid import Job
+from depthlab.pipeline.paths import SHARD
 from depthlab.pipeline.settings import RunSettings
 
 # settings that say what is probed, not what is computed
@@ -61,7 +62,7 @@ class Source:
 
     @property
     def shard(self) -> str:
-        return f"results/runs/{self.study}/{self.arm}/{self.job}.parquet"
+        return SHARD.format(study=self.study, arm=self.arm, job=self.job)
 
 
 def reuse(jobs: list[Job], excluded: set[tuple[str, str]]) -> dict[tuple, dict[str, Source]]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from depthlab.analysis.layers import PerSeed, last, omega_slope, wide
+from depthlab.analysis.profiles import PerSeed, last, omega_slope, wide
 from depthlab.analysis.stats import loglog_slopes, summarise_seeds
 from depthlab.pipeline.placements import LABELS, ORDER
 

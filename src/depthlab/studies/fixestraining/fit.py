@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from depthlab.analysis.layers import PerSeed, last, omega_slope, summarise_checkpoints, wide
+from depthlab.analysis.profiles import PerSeed, last, omega_slope, summarise_checkpoints, wide
 
 KEYS = ["arm", "label", "placement", "depth", "warmup_steps"]
 SEED_KEYS = ["arm", "label", "seed", "step"]

@@ -9,7 +9,7 @@ from depthlab.analysis.tables import write_table
 from depthlab.pipeline.targets import Target
 
 
-def render(target: Target, fit_paths: list[str | Path], options: dict,
+def draw(target: Target, fit_paths: list[str | Path], options: dict,
            outputs: dict[str, str]) -> None:
     """Write the outputs of `target` (md+csv+html or png+svg+pdf): its function of the fits, with
     the study's `analysis:` options it declares."""

@@ -1,0 +1,76 @@
+"""The job catalogue of one config: its jobs, arms, targets and the files each stage reads.
+
+The Snakemake rules ask it which shards a fit reads, which fits a target or the ledger reads and
+what `rule all` builds; the paths come from depthlab.pipeline.paths.
+"""
+
+from __future__ import annotations
+
+from depthlab.pipeline.grid import Job
+from depthlab.pipeline.paths import FIT, LEDGER, TABLE
+from depthlab.pipeline.targets import Target
+
+
+class Catalogue:
+    """The jobs of a checked config (depthlab.pipeline.validate.check_config), the declared
+    `targets` and the claims entries (config/claims.yaml's `claims:` list)."""
+
+    def __init__(self, config: dict, jobs: list[Job], targets: list[Target],
+                 claims: list[dict]):
+        self.jobs = {(j.study, j.arm, j.job): j for j in jobs}
+        # the arms of each study, in config order
+        self.arms = {study: list(spec["arms"]) for study, spec in config["studies"].items()}
+        # each target of a configured study that reads at least one configured arm
+        self.targets = [t for t in targets
+                        if t.study in self.arms and t.arms(self.arms[t.study])]
+        self.claims = claims
+        claimed = {entry.get("measure", {}).get("fit") for entry in claims}
+        # the fits the ledger reads: its studies that this config fits (none: no ledger)
+        self.claim_fits = sorted(claimed & {t.study for t in self.targets})
+
+    def shards(self, study: str, arms: list[str] | None = None) -> list[str]:
+        """The shards of a study's jobs, of the given arms only if named."""
+        return [j.shard for j in self.jobs.values()
+                if j.study == study and (arms is None or j.arm in arms)]
+
+    def study_fits(self, study: str) -> list[str]:
+        """The fits of every arm of a study."""
+        return [FIT.format(study=study, arm=arm) for arm in self.arms[study]]
+
+    def target_fits(self, target: Target) -> list[str]:
+        """The fits a target reads: one per arm it reads."""
+        return [FIT.format(study=target.study, arm=arm)
+                for arm in target.arms(self.arms[target.study])]
+
+    def ledger_fits(self) -> list[str]:
+        """The fits the claims ledger reads."""
+        return [path for study in self.claim_fits for path in self.study_fits(study)]
+
+    def seeds_of(self, target: Target) -> str:
+        """The seed counts of the cells a target reads, e.g. '6' or '6, 12'."""
+        arms = set(target.arms(self.arms[target.study]))
+        counts = {c.settings.seeds for j in self.jobs.values()
+                  if j.study == target.study and j.arm in arms for c in j.cells}
+        return ", ".join(map(str, sorted(counts)))
+
+    def claims_testing(self, target: Target) -> list[str]:
+        """The ids of the claims measured on the arms a target reads (its report caption)."""
+        arms = set(target.arms(self.arms[target.study]))
+        return [e["id"] for e in self.claims
+                if e.get("measure", {}).get("fit") == target.study
+                and {r.get("arm") for r in e["measure"].get("rows", {}).values()} & arms]
+
+    def provenance_inputs(self) -> list[str]:
+        """Every Parquet file the default target makes: each job's shard, each study's table,
+        the fits of every arm of the studies that have targets, and the ledger."""
+        fitted = sorted({t.study for t in self.targets})
+        return ([j.shard for j in self.jobs.values()]
+                + [TABLE.format(study=study) for study in self.arms]
+                + [path for study in fitted for path in self.study_fits(study)]
+                + ([LEDGER["parquet"]] if self.claim_fits else []))
+
+    def all_targets(self) -> list[str]:
+        """Every output of every target this config can build, and the claims ledger's when a
+        claim can be measured on it."""
+        outputs = [path for t in self.targets for path in t.outputs.values()]
+        return outputs + (list(LEDGER.values()) if self.claim_fits else [])
