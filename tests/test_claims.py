@@ -15,7 +15,7 @@ import yaml
 from conftest import DELETE, ROOT, edited, run_snakemake, tiny_targets
 
 from depthlab.claims.ledger import ClaimError, ledger
-from depthlab.claims.render import results_doc, summary_line, to_html, to_markdown
+from depthlab.claims.publish import results_doc, summary_line, to_html, to_markdown
 from depthlab.claims.schema import (
     ClaimsError,
     check_claims,
@@ -379,6 +379,41 @@ def test_by_construction_is_listed_and_never_counted():
     table, _ = ledger({"claims": [{**ENTRY, "by_construction": "x"}], "notes": NOTES}, fits())
     assert summary_line(table).startswith("0 supported, 0 contradicted, 0 inconclusive, "
                                           "1 hold by construction (not counted)")
+
+
+def test_a_definition_holds_by_construction_and_names_its_test():
+    entry = {"id": "d", "note": "stack96", "claim": "c", "kind": "definition",
+             "by_construction": "alpha = 0", "test": "tests/test_x.py::test_y"}
+    table, _ = ledger({"claims": [entry], "notes": NOTES}, fits())
+    assert table["outcome"].iloc[0] == "holds by construction"
+    assert table["by_construction"].iloc[0] == "alpha = 0 (checked by tests/test_x.py::test_y)"
+    assert summary_line(table).startswith("0 supported, 0 contradicted, 0 inconclusive, "
+                                          "1 hold by construction (not counted)")
+
+
+def test_every_definition_names_a_test_that_exists():
+    for entry in load_claims(CLAIMS)["claims"]:
+        if entry["kind"] == "definition":
+            path, name = entry["test"].split("::")
+            assert f"def {name}(" in (ROOT / path).read_text(), entry["id"]
+
+
+@pytest.mark.parametrize("values, answer", [
+    ((2.2, 2.4, 2.5, 2.5, 2.6, 2.8), "answered: up"),  # the interval is above 2
+    ((-2.2, -2.4, -2.5, -2.5, -2.6, -2.8), "answered: down"),
+    ((-1.0, 1.0, -0.5, 0.5, -0.2, 0.3), "not answered by 6 seeds (the interval holds 0)"),
+])
+def test_a_question_is_answered_never_graded_or_counted(values, answer):
+    question = {"kind": "question", "statistic": "mean", "tolerance": {"reason": "r"},
+                "documented": {"at": 0, "below": "down", "above": "up"}, "reference": None}
+    result = graded(fits(row(values=values), row(depth=6)), **question)
+    assert result["outcome"] == "question (no claim)"
+    assert result["verdict"] == f"question (no claim): {answer}"
+    table, _ = ledger({"claims": [{**ENTRY, **question}], "notes": NOTES},
+                      fits(row(values=values), row(depth=6)))
+    line = summary_line(table)
+    assert line.startswith("0 supported, 0 contradicted, 0 inconclusive")
+    assert "(of 0 claims;" in line and "1 open question of the notes measured" in line
 
 
 def test_rows_outside_the_grid_or_config_are_not_measured():

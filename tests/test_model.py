@@ -81,6 +81,24 @@ def test_stream_decomposition_is_exact(placement):
             assert not torch.allclose(trace.stream[layer + 1], h + m)
 
 
+def test_pre_ln_branch_ignores_the_stream_scale():
+    """A Pre-LN branch reads Norm(x): scaling the stream by 10 leaves the attention branch's
+    output unchanged (up to LN's eps) and the MLP's within its own scale (it reads Norm(x + a),
+    whose direction moves as a's share shrinks), so what a block adds is set by its branches'
+    own parameters, not by the stream's size (the monitor note's 'a jump at one block ... a
+    branch whose learned scale has run away')."""
+    s = small(placement="pre")
+    params, draw = build(s, [0, 1])
+    with torch.no_grad():
+        _, base = forward(params, draw.x, s)
+        _, scaled = forward(params, 10 * draw.x, s)
+    for layer in range(s.depth):
+        rms = [t.mlp[layer].square().mean().sqrt() for t in (base, scaled)]
+        assert 0.5 < rms[1] / rms[0] < 2  # not 10x: the branch's size does not follow the stream
+    torch.testing.assert_close(scaled.attn[0], base.attn[0], rtol=1e-4, atol=1e-5)  # eps
+    assert not torch.allclose(scaled.stream[1], base.stream[1], rtol=0.5)
+
+
 def test_seed_batch_equals_single_seed_runs():
     s = small(placement="pre")
     batched, draw = build(s, [3, 4])

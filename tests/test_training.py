@@ -283,3 +283,28 @@ def test_training_settings_are_columns():
     cols = TrainSettings().as_columns()
     assert cols["checkpoints"] == "0,10,30,100,300"
     assert not set(cols) & {f.name for f in dataclasses.fields(RunSettings)}
+
+
+def test_general_form_slope_is_the_note_s_slope_when_variances_grow_linearly():
+    """With V_k = k sigma^2 (V_0 = 0: the note's premise) the general form is the note's formula,
+    so omega_general_slope is the formula's log-log slope over the same blocks; the measured
+    omega_slope of a profile drawn from the formula agrees with it."""
+    from depthlab.analysis.omega import fit_range, formula_abs
+    from depthlab.studies.training.fit import per_seed
+
+    depth, sigma2 = 24, 0.1
+    k = np.arange(1, depth + 1)
+    rows = [{"arm": "a", "label": "x", "seed": 0, "step": 0, "placement": "pre", "layer": layer,
+             "sublayer": "block", "metric": "stream_var", "value": layer * sigma2}
+            for layer in range(depth + 1)]
+    rows += [{**rows[0], "layer": int(b), "metric": "omega_abs", "value": float(v)}
+             for b, v in zip(k, formula_abs(k), strict=True)]
+    rows += [{**rows[0], "layer": 0, "sublayer": "head", "metric": "grad_ratio", "value": 1.0},
+             {**rows[0], "layer": depth, "metric": "token_corr", "value": 0.5}]
+    out = per_seed(pd.DataFrame(rows)).set_index("metric")["value"]
+    lo, hi = fit_range(depth)[-1]
+    keep = (k >= lo) & (k <= hi)
+    expected = np.polyfit(np.log(k[keep]), np.log(formula_abs(k[keep])), 1)[0]
+    assert out["omega_general_slope"] == pytest.approx(expected, rel=1e-12)
+    assert out["omega_slope"] == pytest.approx(expected, rel=1e-12)
+    assert -0.6 < expected < -0.45  # about -1/2 over the deep blocks

@@ -44,6 +44,7 @@ from depthlab.claims.outcomes import (
     NOT_COMPARABLE,
     NOT_MEASURABLE,
     NOT_MEASURED,
+    QUESTION,
     SUPPORTED,
 )
 from depthlab.claims.schema import ROW_EXTRA, direction
@@ -233,6 +234,13 @@ def _curve(entry: dict, sample: Sample, doc) -> dict:
                     f"{100 * worst:.0f}%"}
 
 
+def _one(entry: dict, parts: list) -> tuple[float, float, float]:
+    """The one (point, lo, hi) of an entry that gives one value."""
+    if len(parts) != 1:
+        raise ClaimError(f"{entry['id']}: a {entry['kind']} entry gives {len(parts)} values")
+    return parts[0]
+
+
 def measure_once(entry: dict, sample: Sample, statistic: str, doc, n_note: int,
                  source: str) -> dict:
     """The measurement and outcome of an entry's sample under a statistic and documented value
@@ -252,6 +260,14 @@ def measure_once(entry: dict, sample: Sample, statistic: str, doc, n_note: int,
         found = outcomes.invariance(doc.get("value"), h, [(lo, hi) for _, lo, hi in parts])
         return {**out, "point": float(np.mean([p for p, _, _ in parts])), "lo": lo_all,
                 "hi": hi_all, "outcome": found, "text": _members_text(parts)}
+    if kind == "question":
+        point, lo, hi = _one(entry, parts)
+        side = outcomes.answer(doc["at"], lo, hi)
+        found = (f"answered: {doc[side]}" if side != "open"
+                 else f"not answered by {len(sample.seeds)} seeds (the interval holds {doc['at']})")
+        return {**out, "point": point, "lo": lo, "hi": hi, "outcome": QUESTION,
+                "text": _seeds_on_side({"above": doc["at"]}, sample.per_seed()),
+                "answer": found}
     if kind == "directional":
         key, x = direction(doc), doc[direction(doc)]
         each = [outcomes.direction(key, x, lo, hi) for _, lo, hi in parts]
@@ -263,9 +279,7 @@ def measure_once(entry: dict, sample: Sample, statistic: str, doc, n_note: int,
                 _members_text(parts), text]))
         return {**out, "point": min(p for p, _, _ in parts), "lo": lo_all, "hi": hi_all,
                 "outcome": outcomes.members(each), "text": text}
-    if len(parts) != 1:
-        raise ClaimError(f"{entry['id']}: a quantitative entry gives {len(parts)} values")
-    point, lo, hi = parts[0]
+    point, lo, hi = _one(entry, parts)
     value = doc["value"] if isinstance(doc, dict) else doc
     reference = entry.get("reference")
     if source == "prediction":
@@ -302,8 +316,10 @@ def _shown(m: dict, statistic: str) -> str:
 def describe_documented(entry: dict) -> str:
     """The note's value or direction as text."""
     kind, doc = entry["kind"], entry.get("documented")
-    if kind == "not_measurable":
+    if kind in ("not_measurable", "definition"):
         return "—"
+    if kind == "question":
+        return (f"open (below {fmt(doc['at'], 4)}: {doc['below']}; above: {doc['above']})")
     if kind == "directional":
         key = direction(doc)
         x = doc[key]
@@ -325,7 +341,7 @@ def describe_tolerance(entry: dict) -> str:
         return f"±{tol['half_unit']:g}"
     if "rel" in tol:
         return f"±{100 * tol['rel']:g}% per k"
-    return "whole interval on one side" if entry["kind"] == "directional" else ""
+    return "whole interval on one side" if entry["kind"] in ("directional", "question") else ""
 
 
 def _base_row(entry: dict, note: dict) -> dict:
@@ -376,6 +392,10 @@ def evaluate_entry(entry: dict, fits: dict[str, pd.DataFrame], notes: dict,
     row = _base_row(entry, note)
     if entry["kind"] == "not_measurable":
         row.update(outcome=NOT_MEASURABLE, verdict=NOT_MEASURABLE, notes=entry["why"])
+        return row, []
+    if entry["kind"] == "definition":
+        row.update(outcome=BY_CONSTRUCTION, verdict=BY_CONSTRUCTION,
+                   by_construction=f"{entry['by_construction']} (checked by {entry['test']})")
         return row, []
     measure = entry["measure"]
     if entry["kind"] == "arithmetic":
@@ -438,6 +458,8 @@ def evaluate_entry(entry: dict, fits: dict[str, pd.DataFrame], notes: dict,
                band_lo=band[0], band_hi=band[1], half_band_lo=half[0], half_band_hi=half[1],
                n_seeds=primary["n_seeds"], shown=_shown(primary, statistic),
                outcome=primary["outcome"])
+    if entry["kind"] == "question":
+        row["verdict"] = f"{QUESTION}: {primary['answer']}"
     return row, readings
 
 

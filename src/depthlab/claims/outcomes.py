@@ -26,8 +26,9 @@ from math import comb
 
 SUPPORTED, CONTRADICTED, INCONCLUSIVE = "supported", "contradicted", "inconclusive"
 BY_CONSTRUCTION = "holds by construction"
+QUESTION = "question (no claim)"  # a question the note leaves open, answered, never graded
 NOT_MEASURABLE, NOT_COMPARABLE, NOT_MEASURED = "not measurable", "not comparable", "not measured"
-OUTCOMES = (SUPPORTED, CONTRADICTED, INCONCLUSIVE, BY_CONSTRUCTION, NOT_MEASURABLE,
+OUTCOMES = (SUPPORTED, CONTRADICTED, INCONCLUSIVE, BY_CONSTRUCTION, QUESTION, NOT_MEASURABLE,
             NOT_COMPARABLE, NOT_MEASURED)
 GRADED = (SUPPORTED, CONTRADICTED, INCONCLUSIVE)  # the outcomes counted as evidence
 
@@ -56,6 +57,12 @@ def direction(kind: str, x, lo: float, hi: float) -> str:
     if kind == "contains":
         return SUPPORTED if lo <= x <= hi else CONTRADICTED
     raise ValueError(f"no direction {kind!r}")
+
+
+def answer(at: float, lo: float, hi: float) -> str:
+    """An open question's answer from an interval [lo, hi] about x = at: 'above', 'below', or
+    'open' when the interval holds at."""
+    return "above" if lo > at else "below" if hi < at else "open"
 
 
 def members(outcomes: list[str]) -> str:

@@ -9,7 +9,7 @@ import pandas as pd
 
 from depthlab.analysis.tables import HTML_STYLE
 from depthlab.claims.ledger import counts
-from depthlab.claims.outcomes import BY_CONSTRUCTION, OUTCOMES
+from depthlab.claims.outcomes import BY_CONSTRUCTION, OUTCOMES, QUESTION
 from depthlab.claims.schema import NOTES
 
 COLUMNS = {"id": "id", "claim": "claim (the note)", "documented": "note", "shown": "measured",
@@ -104,12 +104,15 @@ def to_html(table: pd.DataFrame) -> str:
 def summary_line(table: pd.DataFrame) -> str:
     """One sentence of counts (the README's summary line)."""
     c = counts(table, primary_only=True)
-    n = int((table["restates"] == "").sum())
+    n = int((table["restates"] == "").sum()) - c[QUESTION]
     parts = [f"{c['supported']} supported", f"{c['contradicted']} contradicted",
              f"{c['inconclusive']} inconclusive",
              f"{c[BY_CONSTRUCTION]} hold by construction (not counted)",
              f"{c['not measurable']} not measurable here"]
     parts += [f"{c[o]} {o}" for o in ("not comparable", "not measured") if c[o]]
+    if c[QUESTION]:
+        parts.append(f"and {c[QUESTION]} open question{'s' * (c[QUESTION] > 1)} of the notes "
+                     "measured (no claim, not counted)")
     return (", ".join(parts) + f" (of {n} claims; {len(table) - n} more entries restate one "
             "of them)")
 

@@ -41,6 +41,10 @@ Kinds and their `documented`:
 - invariance: {} or {value: x}: the rows are one quantity across arms, depths or layers;
 - curve: {formula: "<numpy expression in k>", origin: 0 or 1}: per-k agreement of a series;
 - arithmetic: a number the note computes (sqrt(96)); `measure: {value: "sqrt(96)"}`;
+- definition: a sentence that follows from a placement's definition, no measurement:
+  `by_construction: why` and `test: tests/<file>.py::<test>`, the test that checks it;
+- question: a question the note leaves open, answered by a measurement but never graded:
+  {at: x, below: "what a value below x means", above: "... above x"}, measured as a direction;
 - not_measurable: no documented value; `why` says why.
 
 `changelog:` (top level) records every change of a rule, tolerance or measurement with its date,
@@ -65,17 +69,19 @@ from depthlab.studies import STUDIES
 
 NOTES = ("varsplit", "stack96", "theory096", "monitor", "training", "fixes")
 FITS = tuple(sorted(STUDIES))  # the studies the pipeline fits
-KINDS = ("quantitative", "directional", "invariance", "curve", "arithmetic", "not_measurable")
+KINDS = ("quantitative", "directional", "invariance", "curve", "arithmetic", "definition",
+         "question", "not_measurable")
 STATISTICS = ("median", "mean", "seed0", "pooled", "value")
 SOURCES = ("sample", "prediction")  # a number the note measured on its seeds, or predicts
 DIRECTIONS = ("above", "below", "between", "contains")
 ENTRY_KEYS = ("id", "note", "claim", "kind", "documented", "statistic", "measure", "tolerance",
-              "readings", "reference", "restates", "why", "by_construction", "source", "seeds")
+              "readings", "reference", "restates", "why", "by_construction", "test", "source",
+              "seeds")
 ROW_EXTRA = ("along", "range")  # row-spec keys that are not fit columns
 ID = re.compile(r"^[A-Za-z0-9_.\-]+$")
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 RULE_KEYS = ("kind", "documented", "statistic", "measure", "tolerance", "readings", "restates",
-             "by_construction", "source", "seeds")
+             "by_construction", "test", "source", "seeds")
 NOTE_KEYS = ("title", "seeds", "source", "settings")
 # the ledger's code: the fingerprint covers it, so a verdict rule cannot change unrecorded
 RULE_CODE = ("ledger.py", "outcomes.py", "bands.py", "expressions.py")
@@ -130,6 +136,11 @@ def _check_documented(where: str, kind: str, doc) -> None:
                               "{between: [lo, hi]}")
         if not (_pair(doc[key]) if key == "between" else _number(doc[key])):
             raise ClaimsError(f"{where}.{key}={doc[key]!r} is not a number or [lo, hi]")
+    elif kind == "question":
+        _keys(where, doc, ("at", "below", "above"), ("at", "below", "above"))
+        if not _number(doc["at"]) or not all(isinstance(doc[k], str) and doc[k].strip()
+                                              for k in ("below", "above")):
+            raise ClaimsError(f"{where}={doc!r} must be {{at: x, below: text, above: text}}")
     elif kind == "invariance":
         _keys(where, doc, ("value",))
         if "value" in doc and not _number(doc["value"]):
@@ -180,7 +191,7 @@ def _check_expression(where: str, expression) -> None:
 
 def _check_tolerance(where: str, kind: str, tol) -> None:
     allowed = {"quantitative": ("half_unit",), "invariance": ("half_unit",), "curve": ("rel",),
-               "directional": ()}[kind]
+               "directional": (), "question": ()}[kind]
     _keys(where, tol, (*allowed, "reason"), (*allowed, "reason"))
     if not isinstance(tol["reason"], str) or not tol["reason"].strip():
         raise ClaimsError(f"{where}.reason={tol['reason']!r} must say why (a non-empty string)")
@@ -242,6 +253,13 @@ def check_entry(entry, fits: tuple = FITS, earlier: set | None = None) -> None:
         extra = [k for k in entry if k in ("documented", "statistic", "measure", "tolerance")]
         if extra:
             raise ClaimsError(f"{name}: a not_measurable entry has no {extra[0]!r}")
+        return
+    if kind == "definition":
+        _keys(name, entry, ("id", "note", "claim", "kind", "by_construction", "test"),
+              ("by_construction", "test"))
+        for key in ("by_construction", "test"):
+            if not isinstance(entry[key], str) or not entry[key].strip():
+                raise ClaimsError(f"{name}: {key}={entry[key]!r} must be a non-empty string")
         return
     if kind == "arithmetic":
         _keys(name, entry, ("id", "note", "claim", "kind", "documented", "measure", "tolerance"),

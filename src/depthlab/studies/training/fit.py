@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from depthlab.analysis.layers import last, omega_slope, summarise_checkpoints, wide
+from depthlab.analysis.omega import general_abs
+from depthlab.analysis.profiles import last, omega_slope, summarise_checkpoints, wide
 from depthlab.analysis.stats import ols_slope
 
 KEYS = ["arm", "label", "placement", "depth", "warmup_steps", "final_norm"]
@@ -26,6 +27,9 @@ SUMMARIES = {
     "stream_exponent": ("Pre-LN stream growth exponent ln(sd_L/sd_1)/ln(L)", "linear"),
     "omega_slope": ("log-log slope of mean |LN(x_k) - LN(x_k-1)| on k (formula: -0.5)",
                     "linear"),
+    "omega_general_slope": ("the same slope of the general form's E|D_k| from the measured "
+                            "stream variances (Pre-LN; independence of block and stream)",
+                            "linear"),
     "delta_attn_slope": ("slope of the Pre-LN attention variance increment on layer", "linear"),
     "delta_mlp_slope": ("slope of the Pre-LN MLP variance increment on layer", "linear"),
     "token_corr_last": ("mean pairwise token cosine after the last block", "linear"),
@@ -48,9 +52,12 @@ def per_seed(table: pd.DataFrame) -> pd.DataFrame:
     """Each SUMMARIES quantity per seed and checkpoint (columns arm, label, seed, step, metric,
     value): grad_ratio as measured; stream_exponent = ln(sd_L / sd_1) / ln(L) of the stream sd
     (Pre-LN, L > 1); omega_slope = the log-log slope of omega_abs on block k over theory096's
-    deepest range; delta_*_slope = OLS slope of the increment on layer (Pre-LN);
-    token_corr_last at layer L; branch_ratio_last_first for the whole block (Pre-LN) or the
-    attention sublayer (otherwise)."""
+    deepest range; omega_general_slope = the same slope of theory096's general form
+    omega_k^2 = 2 - 2 sqrt(V_(k-1) / V_k) with the measured stream variances (Pre-LN: what
+    independent block outputs of those variances would give; blocks where V fell, for which the
+    form is undefined, leave the fit range: see omega_slope); delta_*_slope = OLS slope of the
+    increment on layer (Pre-LN); token_corr_last at layer L; branch_ratio_last_first for the
+    whole block (Pre-LN) or the attention sublayer (otherwise)."""
     parts = []
 
     def add(metric: str, values: pd.Series) -> None:
@@ -69,6 +76,11 @@ def per_seed(table: pd.DataFrame) -> pd.DataFrame:
     omega = _wide(table, "omega_abs", "block")
     if not omega.empty:
         add("omega_slope", omega.apply(omega_slope, axis=1))
+    var = _wide(pre, "stream_var", "block")
+    if not var.empty:
+        general = pd.DataFrame(general_abs(var.to_numpy()), index=var.index,
+                               columns=var.columns[1:])
+        add("omega_general_slope", general.apply(omega_slope, axis=1))
     for sublayer in ("attn", "mlp"):
         delta = _wide(pre, "delta", sublayer)
         if not delta.empty:
