@@ -11,6 +11,7 @@ from torch import nn
 from depthlab.core.measure import measure_cell
 from depthlab.core.model import build, forward
 from depthlab.core.reference import per_seed_loop
+from depthlab.pipeline.placements import ORDER
 from depthlab.pipeline.settings import RunSettings
 
 
@@ -97,6 +98,81 @@ def test_pre_ln_branch_ignores_the_stream_scale():
         assert 0.5 < rms[1] / rms[0] < 2  # not 10x: the branch's size does not follow the stream
     torch.testing.assert_close(scaled.attn[0], base.attn[0], rtol=1e-4, atol=1e-5)  # eps
     assert not torch.allclose(scaled.stream[1], base.stream[1], rtol=0.5)
+
+
+@pytest.mark.parametrize("placement", ORDER)
+@pytest.mark.parametrize("options", [{}, {"loss": "cross_entropy", "attention": "torch_mha"},
+                                     {"init": "fan_in", "out_scale": 3.0}])
+def test_streamed_blocks_give_the_stored_numbers_bit_for_bit(placement, options):
+    """A forward-only pass that draws each block as it reaches it (StreamedBlocks) gives the
+    numbers of the pass over blocks drawn all at once, bit for bit, every placement (DeepNorm's
+    own-init generator, ResiDual's second stream, the head and input drawn after the blocks)."""
+    s = small(placement=placement, depth=5, seeds=3, **options)
+    stored, draw = build(s, [0, 1, 2])
+    streamed, streamed_draw = build(s, [0, 1, 2], streamed=True)
+    assert torch.equal(draw.x, streamed_draw.x) and torch.equal(draw.target, streamed_draw.target)
+    assert all(torch.equal(stored.final[k], streamed.final[k]) for k in stored.final)
+    with torch.no_grad():
+        y, trace = forward(stored, draw.x, s)
+        for _ in range(2):  # each pass over the blocks draws them again, the same
+            y_streamed, trace_streamed = forward(streamed, streamed_draw.x, s)
+            assert torch.equal(y, y_streamed)
+            for name in ("stream", "mid", "attn", "mlp", "carry"):
+                pairs = zip(getattr(trace, name), getattr(trace_streamed, name), strict=True)
+                assert all(torch.equal(a, b) for a, b in pairs), name
+    assert len(streamed.blocks) == s.depth and not isinstance(streamed.blocks, list)
+
+
+def test_a_forward_only_cell_equals_its_unstreamed_measurement(monkeypatch):
+    """measure_cell streams the blocks of a forward-only cell (grad_of none): the same rows as
+    building every block first."""
+    import depthlab.core.measure as measure
+
+    s = small(grad_of="none", depth=4, seeds=3, block_corr=True)
+    streamed = measure_cell(s)
+    monkeypatch.setattr(measure, "build", lambda s, seeds, streamed: build(s, seeds))
+    assert streamed.equals(measure_cell(s))
+
+
+@pytest.mark.parametrize("placement", ORDER)
+@pytest.mark.parametrize("options", [{"grad_of": "params"},
+                                     {"grad_of": "weights", "loss": "cross_entropy"}])
+def test_recomputed_backward_gives_the_full_graph_s_gradients(placement, options):
+    """The backward pass that recomputes one block at a time from its stored input
+    (depthlab.core.recompute) gives every block's gradient norm and the loss of the full graph's
+    backward pass (probes.backward), to 1e-12 relative, every placement."""
+    from depthlab.core.measure import forward_backward
+    from depthlab.core.recompute import recomputed_backward
+
+    if placement == "rezero" and options["grad_of"] == "weights":
+        pytest.skip("RunSettings rejects weight gradients for ReZero (0 by construction)")
+    s = small(placement=placement, depth=5, seeds=3, **options)
+    full, loss = forward_backward(*build(s, [0, 1, 2]), s)
+    params, draw = build(s, [0, 1, 2], streamed=True)
+    with torch.no_grad():
+        _, trace = forward(params, draw.x, s)
+    recomputed = recomputed_backward(params, draw, trace, s)
+    assert torch.equal(recomputed, loss)
+    torch.testing.assert_close(trace.block_grad_sq, full.block_grad_sq, rtol=1e-12, atol=0)
+    assert (full.block_grad_sq > 0).all() or placement == "rezero"
+
+
+def test_a_cell_over_the_pass_budget_recomputes_and_gives_the_same_rows(monkeypatch):
+    """measure_cell recomputes blocks where one seed's graph exceeds pass_mb
+    (depthlab.pipeline.cost.recomputes): the same rows as the full graph, to 1e-12."""
+    from depthlab.pipeline import cost
+
+    s = small(depth=6, seeds=2, pass_mb=1, d_model=64, tokens=32)
+    assert cost.recomputes(s) and not cost.recomputes(RunSettings(depth=6, pass_mb=1,
+                                                                  grad_of="none"))
+    recomputed = measure_cell(s)
+    import depthlab.core.measure as measure
+
+    monkeypatch.setattr(measure, "recomputes", lambda s: False)
+    full = measure_cell(s)
+    torch.testing.assert_close(torch.tensor(recomputed["value"].to_numpy()),
+                               torch.tensor(full["value"].to_numpy()), rtol=1e-12, atol=1e-15)
+    assert recomputed.drop(columns="value").equals(full.drop(columns="value"))
 
 
 def test_seed_batch_equals_single_seed_runs():

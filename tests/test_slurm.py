@@ -15,6 +15,7 @@ import math
 import os
 import re
 import subprocess
+import sys
 import threading
 import time
 
@@ -120,6 +121,42 @@ def test_memory_model_covers_what_a_pass_holds(settings):
     s = RunSettings(**settings)
     held = _held_bytes(dataclasses.replace(s, seeds=cost.seeds_per_pass(s)))
     assert held <= cost.pass_bytes(s) <= 2.5 * held
+
+
+# a cell's peak RSS over the interpreter's (the peak reset first: a child inherits its parent's
+# ru_maxrss across exec, Linux's /proc/<pid>/clear_refs "5" resets VmHWM)
+PEAK = """
+import sys
+import torch
+from depthlab.core.measure import measure_cell
+from depthlab.pipeline.settings import RunSettings
+
+def kb(key):
+    status = open("/proc/self/status").read()
+    return int(status.split(key + ":")[1].split()[0])
+
+torch.set_num_threads(1)
+s = RunSettings(**eval(sys.argv[1]))
+open("/proc/self/clear_refs", "w").write("5")
+before = kb("VmRSS")
+measure_cell(s)
+print((kb("VmHWM") - before) * 1024)
+"""
+
+
+@pytest.mark.parametrize("grad_of", ["none", "params"])
+def test_a_streamed_pass_holds_what_the_model_says_not_every_block(grad_of):
+    """A forward-only pass (grad_of none) and one over its budget (it recomputes blocks in the
+    backward pass) draw each block when they need it: the peak RSS a cell adds is within the
+    model's pass_bytes and at least half of it, and under a fifth of the full graph's at L = 256."""
+    settings = {"depth": 256, "seeds": 2, "grad_of": grad_of, "pass_mb": 400}
+    s = RunSettings(**settings)
+    assert grad_of == "none" or cost.recomputes(s)
+    out = subprocess.run([sys.executable, "-c", PEAK, repr(settings)], capture_output=True,
+                         text=True, check=True)
+    grown = int(out.stdout.split()[-1])
+    assert grown / 2 <= cost.pass_bytes(s) <= 2 * grown, (grown, cost.pass_bytes(s))
+    assert cost.pass_bytes(s) < cost.seeds_per_pass(s) * cost._graph_bytes(s) / 5
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")

@@ -12,8 +12,9 @@ import torch
 
 from depthlab.core.model import Draw, StackParams, Trace, build, forward, per_seed_loss
 from depthlab.core.probes import Probe, backward, pass_rows, run_probes
+from depthlab.core.recompute import recomputed_backward
 from depthlab.core.records import check_finite, job_rows
-from depthlab.pipeline.cost import seeds_per_pass
+from depthlab.pipeline.cost import recomputes, seeds_per_pass
 from depthlab.pipeline.grid import Cell, Job
 from depthlab.pipeline.settings import RunSettings
 
@@ -47,7 +48,13 @@ def forward_backward(
     params: StackParams, draw: Draw, s: RunSettings, branch_scales: BranchScales | None = None
 ) -> tuple[Trace, torch.Tensor]:
     """The forward pass and, unless grad_of is 'none', the backward pass the probes read;
-    returns the trace and the per-seed losses (S,)."""
+    returns the trace and the per-seed losses (S,). Where the cost model says a seed's graph
+    exceeds the pass budget (depthlab.pipeline.cost.recomputes), the forward pass keeps no
+    graph and the backward pass recomputes one block at a time (depthlab.core.recompute)."""
+    if recomputes(s):
+        with torch.no_grad():
+            _, trace = forward(params, draw.x, s, branch_scales)
+        return trace, recomputed_backward(params, draw, trace, s, branch_scales)
     if s.grad_of == "input":
         draw.x.requires_grad_(True)
     with torch.set_grad_enabled(s.grad_of != "none"):
@@ -69,7 +76,8 @@ def run_pass(
 
     branch_scales[l] = (alpha_attn, alpha_mlp) of block l+1 replaces the uniform residual_scale
     (see model.forward); the scales applied are recorded as metric branch_scale."""
-    params, draw = build(s, seeds)
+    # a forward-only pass, or one that recomputes blocks, draws each block when it needs it
+    params, draw = build(s, seeds, streamed=s.grad_of == "none" or recomputes(s))
     trace, loss = forward_backward(params, draw, s, branch_scales)
     probes = run_probes(params, trace, s)
     if branch_scales is not None:

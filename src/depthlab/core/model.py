@@ -31,12 +31,53 @@ def torch_dtype(name: str) -> torch.dtype:
     return {"float64": torch.float64, "float32": torch.float32}[name]
 
 
+class StreamedBlocks:
+    """The blocks of a pass that does not hold them, each drawn when it is asked for: block l
+    from every seed's generator states before it (`states[l][i]`: the default and the own-init
+    generator of seed i), so the numbers are those of `build` without streaming, with one
+    block's weights in memory instead of L. Iterating gives the blocks in order; `block(l)`
+    draws block l (0-based) again (the backward pass that recomputes blocks,
+    depthlab.core.recompute)."""
+
+    def __init__(self, s: RunSettings, kw: dict, states: list[list[tuple[Tensor, Tensor]]]):
+        self.s, self.kw, self.states = s, kw, states
+        self.shapes = _block_shapes(s)
+
+    def __len__(self) -> int:
+        return self.s.depth
+
+    def __iter__(self):
+        return (self.block(layer) for layer in range(self.s.depth))
+
+    def block(self, layer: int) -> dict[str, Tensor]:
+        """Block `layer`'s parameters of every seed, (S, ...) each, on the settings' device."""
+        s, seeds = self.s, self.states[layer]
+        block = {k: _stacked(len(seeds), shape, self.kw) for k, shape in self.shapes.items()}
+
+        def fill(i: int) -> None:
+            scratch = _scratch(s, self.shapes, self.kw)
+            _draw_block(s, scratch, *(_generator(state) for state in seeds[i]))
+            for k, v in block.items():
+                v[i].copy_(scratch[k])
+
+        with ThreadPoolExecutor(min(len(seeds), torch.get_num_threads())) as pool:
+            list(pool.map(fill, range(len(seeds))))
+        return {k: v.to(s.device) for k, v in block.items()}
+
+
+def _generator(state: Tensor) -> torch.Generator:
+    g = torch.Generator()
+    g.set_state(state)
+    return g
+
+
 @dataclass
 class StackParams:
-    """Leaf tensors of a seed-batched stack: blocks[l][name] has shape (S, ...); final holds the
-    leaves outside the blocks (final LN, head, an input LN: embed_ln_w/b)."""
+    """Leaf tensors of a seed-batched stack: blocks[l][name] has shape (S, ...) (or blocks drawn
+    as a forward-only pass reaches them: StreamedBlocks); final holds the leaves outside the
+    blocks (final LN, head, an input LN: embed_ln_w/b)."""
 
-    blocks: list[dict[str, Tensor]]
+    blocks: list[dict[str, Tensor]] | StreamedBlocks
     final: dict[str, Tensor]
 
     def leaves(self) -> list[Tensor]:
@@ -174,7 +215,8 @@ def _stacked(S: int, shape: tuple[int, ...], kw: dict) -> Tensor:
     return torch.empty(S, *shape, **kw)
 
 
-def build(s: RunSettings, seeds: list[int]) -> tuple[StackParams, Draw]:
+def build(s: RunSettings, seeds: list[int], streamed: bool = False
+          ) -> tuple[StackParams, Draw]:
     """Weights, input and target for each seed, from the seed's own generator
     (`torch.Generator().manual_seed(seed)`, the stream `torch.manual_seed(seed)` starts): the
     blocks as PyTorch's modules draw them, the loss head, then x, then the target. A
@@ -186,12 +228,15 @@ def build(s: RunSettings, seeds: list[int]) -> tuple[StackParams, Draw]:
     as many threads as torch's intra-op thread count (each writes its own slices, so the numbers
     do not depend on the thread count). Everything is drawn on the CPU (so a seed gives the same
     numbers on every device), then moved. `Draw.rng` holds each seed's generator after its
-    draws.
+    draws. `streamed`: the blocks are StreamedBlocks, drawn again when
+    a pass asks for them; here they are drawn only to record each block's generator states and
+    to advance the generators to the head and input, which follow them.
     """
     kw = {"dtype": torch_dtype(s.dtype)}
     d, S = s.d_model, len(seeds)
     shapes = _block_shapes(s)
-    blocks = [{k: _stacked(S, shape, kw) for k, shape in shapes.items()} for _ in range(s.depth)]
+    blocks = [] if streamed else [{k: _stacked(S, shape, kw) for k, shape in shapes.items()}
+                                  for _ in range(s.depth)]
     final = {"ln_w": torch.ones(S, d, **kw), "ln_b": torch.zeros(S, d, **kw)}
     if PLACEMENTS[s.placement].embed_norm:
         final["embed_ln_w"], final["embed_ln_b"] = torch.ones(S, d, **kw), torch.zeros(S, d, **kw)
@@ -204,12 +249,16 @@ def build(s: RunSettings, seeds: list[int]) -> tuple[StackParams, Draw]:
     x = torch.empty(S, s.batch, s.tokens, d, **kw)
     rng = [torch.Generator().manual_seed(seed) for seed in seeds]
     own = [torch.Generator().manual_seed(seed + OWN_INIT_STREAM) for seed in seeds]
+    # streamed: each block's generator states, per seed (StreamedBlocks draws from them)
+    states = [[None] * S for _ in range(s.depth)] if streamed else []
 
     def draw_seed(i: int) -> None:
         g, scratch = rng[i], _scratch(s, shapes, kw)
-        for b in blocks:
+        for layer in range(s.depth):
+            if streamed:
+                states[layer][i] = (g.get_state(), own[i].get_state())
             _draw_block(s, scratch, g, own[i])
-            for k, v in b.items():
+            for k, v in ([] if streamed else blocks[layer].items()):
                 v[i].copy_(scratch[k])
         if s.loss == "cross_entropy":
             _linear_init(final["head_w"][i], final["head_b"][i], g)
@@ -226,7 +275,8 @@ def build(s: RunSettings, seeds: list[int]) -> tuple[StackParams, Draw]:
         return t.to(s.device).requires_grad_(True)
 
     params = StackParams(
-        [{k: leaf(v) for k, v in b.items()} for b in blocks],
+        StreamedBlocks(s, kw, states) if streamed
+        else [{k: leaf(v) for k, v in b.items()} for b in blocks],
         {k: leaf(v) for k, v in final.items()},
     )
     return params, Draw(x.to(s.device), target.to(s.device), rng)
@@ -362,13 +412,17 @@ def forward(
         trace.stream.append(h)
         if placement.carry:
             trace.carry.append(ops.carry)
-    if placement.carry:
-        carry = trace.carry[-1]
-        h = h + (_final_norm(carry, params) if s.uses_final_norm else carry)
-    elif s.uses_final_norm:
-        h = _final_norm(h, params)
-    trace.head_input = h
-    return h, trace
+    trace.head_input = head_input(h, trace.carry[-1] if placement.carry else None, params, s)
+    return trace.head_input, trace
+
+
+def head_input(h: Tensor, carry: Tensor | None, params: StackParams, s: RunSettings
+               ) -> Tensor:
+    """What the loss head reads from the last stream h: h after the final LN (if the settings
+    use one), or for a placement that carries a second stream, h plus the final LN of it."""
+    if carry is not None:
+        return h + (_final_norm(carry, params) if s.uses_final_norm else carry)
+    return _final_norm(h, params) if s.uses_final_norm else h
 
 
 def _final_norm(h: Tensor, params: StackParams) -> Tensor:

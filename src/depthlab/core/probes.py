@@ -70,7 +70,7 @@ def grad_norm(params: StackParams, trace: Trace, s: RunSettings) -> list[Probe]:
     ]
 
 
-def _sq_norm(t: Tensor) -> Tensor:
+def sq_norm(t: Tensor) -> Tensor:
     """Squared Frobenius norm of each seed's slice of t (S, ...) -> (S,); a gate (S,) squared
     (vector_norm over no dims would reduce all seeds)."""
     dims = tuple(range(1, t.ndim))
@@ -94,7 +94,7 @@ def backward(loss: Tensor, params: StackParams, trace: Trace, s: RunSettings) ->
     def reader(layer: int, name: str):
         def read(leaf: Tensor) -> None:
             if name in counted:
-                sq[:, layer] += _sq_norm(leaf.grad)
+                sq[:, layer] += sq_norm(leaf.grad)
             leaf.grad = None
         return read
 

@@ -15,6 +15,10 @@ from depthlab.pipeline.grid import Job
 from depthlab.pipeline.settings import RunSettings
 
 ITEMSIZE = {"float64": 8, "float32": 4}
+# (N, d) tensors a streamed pass holds per layer: the trace (stream, mid, attn, mlp, a second
+# stream) and the probes' derived profiles; measured 8.9 at L = 1024 (Pre-LN, d = 128, 2 seeds:
+# peak RSS 2.68 GB over a 0.29 GB interpreter, forward-only and recomputed alike)
+TRACE_PER_LAYER = 10
 
 
 def forward_flops(s: RunSettings, batch: int | None = None) -> float:
@@ -57,14 +61,44 @@ def training_flops(s: RunSettings, ts) -> float:
     return ts.steps * step_flops(s) + s.seeds * (validation + probes)
 
 
-def seed_bytes(s: RunSettings) -> float:
-    """Peak bytes one seed adds to a pass beyond the interpreter: per layer the block weights
-    three times (leaves, gradients, margin), the saved activations of N = batch*tokens rows
-    (12 d + 2 FFN widths) and the attention weights (batch*heads*tokens^2)."""
+def _graph_bytes(s: RunSettings) -> float:
+    """Bytes one seed's pass holds with every block's graph: per layer the block weights three
+    times (leaves, gradients, margin), the saved activations of N = batch*tokens rows (12 d + 2
+    FFN widths) and the attention weights (batch*heads*tokens^2)."""
+    return ITEMSIZE[s.dtype] * s.depth * (3 * _weights(s) + _activations(s))
+
+
+def _weights(s: RunSettings) -> int:
+    d, f = s.d_model, s.ffn_mult * s.d_model
+    return 4 * d * d + 2 * d * f
+
+
+def _activations(s: RunSettings) -> int:
     d, f, n = s.d_model, s.ffn_mult * s.d_model, s.batch * s.tokens
-    weights = 4 * d * d + 2 * d * f
-    per_layer = 3 * weights + n * (12 * d + 2 * f) + s.batch * s.heads * s.tokens**2
-    return ITEMSIZE[s.dtype] * s.depth * per_layer
+    return n * (12 * d + 2 * f) + s.batch * s.heads * s.tokens**2
+
+
+def recomputes(s: RunSettings) -> bool:
+    """Whether a pass recomputes each block in its backward pass (depthlab.core.recompute):
+    a gradient of block parameters where one seed with every block's graph would exceed the
+    `pass_mb` budget."""
+    return (s.grad_of in ("params", "weights") and bool(s.pass_mb)
+            and _graph_bytes(s) > s.pass_mb * 1e6)
+
+
+def seed_bytes(s: RunSettings) -> float:
+    """Peak bytes one seed adds to a pass beyond the interpreter: every block's graph
+    (`_graph_bytes`); or, where the blocks are drawn as the pass reaches them (a forward-only
+    pass, grad_of none, or one that recomputes blocks in its backward pass), per layer only
+    TRACE_PER_LAYER (N, d) tensors (the trace's stream, mid and branches, and what the probes
+    derive from them) and one block at a time (its weights drawn and stacked; when recomputed,
+    its graph)."""
+    trace = s.depth * TRACE_PER_LAYER * s.batch * s.tokens * s.d_model
+    if s.grad_of == "none":
+        return ITEMSIZE[s.dtype] * (trace + 2 * _weights(s) + _activations(s))
+    if recomputes(s):
+        return ITEMSIZE[s.dtype] * (trace + 3 * _weights(s) + _activations(s))
+    return _graph_bytes(s)
 
 
 def seeds_per_pass(s: RunSettings) -> int:
