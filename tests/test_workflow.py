@@ -12,15 +12,15 @@ from conftest import CONSOLE, tiny_targets
 
 from depthlab.core.io import read_meta
 
-pytestmark = pytest.mark.workflow
 
-
+@pytest.mark.workflow
 def test_every_target_is_built(tiny_run):
     for target in tiny_targets():
         for path in target.outputs.values():
             assert (tiny_run / path).stat().st_size > 0, path
 
 
+@pytest.mark.workflow
 def test_shards_are_tidy_with_settings_columns(tiny_run):
     table = pd.read_parquet(tiny_run / "results/tables/stack96.parquet")
     for column in ("study", "arm", "label", "seed", "layer", "sublayer", "metric", "value",
@@ -35,6 +35,7 @@ def test_shards_are_tidy_with_settings_columns(tiny_run):
     assert meta["torch_version"].startswith("2.13")
 
 
+@pytest.mark.workflow
 def test_grad_ratio_is_first_over_last(tiny_run):
     table = pd.read_parquet(tiny_run / "results/tables/stack96.parquet")
     cell = table[(table["arm"] == "grad") & (table["placement"] == "post") & (table["depth"] == 8)]
@@ -44,6 +45,7 @@ def test_grad_ratio_is_first_over_last(tiny_run):
         assert ratio == pytest.approx(grads.loc[1] / grads.loc[8], rel=1e-12), seed
 
 
+@pytest.mark.workflow
 def test_stream_growth_table_matches_fits(tiny_run):
     growth = pd.read_csv(tiny_run / "results/tables/stream_growth.csv")
     assert list(growth["L"]) == [2, 8]
@@ -54,6 +56,7 @@ def test_stream_growth_table_matches_fits(tiny_run):
     assert (growth["factor"] > 1).all()
 
 
+@pytest.mark.workflow
 def test_console_shows_progress_and_no_library_warning(tiny_run):
     """The run's console: Snakemake's progress and one line per finished cell; a library's
     warning goes to the job's log (depthlab.core.logs.to_file), not here."""

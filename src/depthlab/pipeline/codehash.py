@@ -16,9 +16,10 @@ PACKAGE_DIR = Path(__file__).resolve().parents[1]
 # the layers every result rests on (a study's fits and renders add its own folder)
 BASE = ("__init__.py", "pipeline", "core", "analysis")
 # the code a measurement's numbers come from, and a training run's
-MEASURE_CODE = ("pipeline/settings.py", "pipeline/grid.py", "pipeline/placements.py",
-                "pipeline/reuse.py", "pipeline/cost.py", "core/model.py", "core/probes.py",
-                "core/measure.py", "core/records.py")
+MEASURE_CODE = ("pipeline/settings.py", "pipeline/grid.py", "pipeline/paths.py",
+                "pipeline/placements.py", "pipeline/reuse.py", "pipeline/cost.py",
+                "core/model.py", "core/probes.py", "core/recompute.py", "core/measure.py",
+                "core/records.py")
 TRAIN_CODE = (*MEASURE_CODE, "pipeline/train_settings.py", "pipeline/corpus.py", "core/corpus.py",
               "core/train.py", "core/io.py", "core/logs.py", "pipeline/codehash.py")
 CALIBRATED_CODE = (*MEASURE_CODE, "core/calibrate.py")
