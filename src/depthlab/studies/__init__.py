@@ -7,12 +7,15 @@ This module imports only the light target declarations (the Snakefile reads them
 from depthlab.studies.fixes.targets import TARGETS as _fixes
 from depthlab.studies.fixestraining.targets import TARGETS as _fixestraining
 from depthlab.studies.monitor.targets import TARGETS as _monitor
+from depthlab.studies.scale.targets import TARGETS as _scale
 from depthlab.studies.stack96.targets import TARGETS as _stack96
 from depthlab.studies.theory096.targets import TARGETS as _theory096
 from depthlab.studies.training.targets import TARGETS as _training
 from depthlab.studies.varsplit.targets import TARGETS as _varsplit
 
-# every target, in the order the notes present them; then issue 18's fixes (init, trained)
-TARGETS = (*_stack96, *_theory096, *_monitor, *_training, *_varsplit, *_fixes, *_fixestraining)
+# every target, in the order the notes present them; then issue 18's fixes (init, trained), then
+# issue 27's scale study
+TARGETS = (*_stack96, *_theory096, *_monitor, *_training, *_varsplit, *_fixes, *_fixestraining,
+           *_scale)
 BY_NAME = {t.name: t for t in TARGETS}
 STUDIES = tuple(dict.fromkeys(t.study for t in TARGETS))  # the studies the pipeline fits
