@@ -8,33 +8,29 @@ import pandas as pd
 
 from depthlab.analysis.select import pick
 from depthlab.analysis.style import CI, curves, grid, legend, log_scale, reference, ylabel
+from depthlab.studies.scale.fit import deepest
 from depthlab.studies.scale.tables import GRAD_READING
 
 BLOCK = "octave end l (blocks; the octave l/2–l)"
-
-
-def _deepest(fits: pd.DataFrame, arm: str) -> pd.DataFrame:
-    rows = fits[fits["arm"] == arm]
-    return rows[rows["depth"] == rows["depth"].max()]
 
 
 def local_exponents(fits: pd.DataFrame):
     """Two panels over the octave ends of the deepest depth-arm cell: the stream's local
     exponent (0.5 = sqrt(depth)) with Pre-LN's finite-depth prediction, and omega's local
     log-log slope (theory096's −0.5); a curve per placement, mean with its 95% CI."""
-    deepest = _deepest(fits, "depth")
+    deep = deepest(fits, "depth")
     fig, axes = grid(1, 2, 3.2, 2.6)
     drawn, extra = [], []
     for ax, quantity, what, rate in (
         (axes[0, 0], "stream_local_exponent", "d ln rms(x_l) / d ln l", 0.5),
         (axes[0, 1], "omega_local_slope", "ω log-log slope, octave l/2–l", -0.5),
     ):
-        rows = pick(deepest, quantity=quantity)
+        rows = pick(deep, quantity=quantity)
         drawn += curves(ax, rows, "layer", spread=CI)
         extra.append(reference(ax, sorted(rows["layer"].unique()), [rate] * rows["layer"].nunique(),
                                f"the notes' rate {rate:+.1f}"))
         if quantity == "stream_local_exponent":
-            pred = pick(deepest, quantity="stream_local_prediction", placement="pre")
+            pred = pick(deep, quantity="stream_local_prediction", placement="pre")
             extra.append(reference(ax, pred["layer"], pred["mean"], "Pre-LN: sqrt(V_0 + l σ²)",
                                    ls="--"))
         log_scale(ax, "x")

@@ -45,6 +45,12 @@ QUANTITIES = {
 }
 
 
+def deepest(fits: pd.DataFrame, arm: str) -> pd.DataFrame:
+    """The fit rows of an arm's deepest cells."""
+    rows = fits[fits["arm"] == arm]
+    return rows[rows["depth"] == rows["depth"].max()]
+
+
 def _octave_ends(depth: int) -> list[int]:
     return [end for end in OCTAVE_ENDS if end <= depth]
 

@@ -8,6 +8,7 @@ import pandas as pd
 from depthlab.analysis.select import pick
 from depthlab.analysis.tables import fmt, median_range, spread
 from depthlab.pipeline.placements import LABELS, ORDER
+from depthlab.studies.scale.fit import deepest
 
 SHOWN_ENDS = (32, 128, 512, 1024)  # the octave ends a table shows, where present (else all)
 GRAD_READING = {"params": "all parameters", "weights": "weight matrices"}
@@ -18,25 +19,20 @@ def _mean_ci(row) -> str:
     return f"{fmt(row['mean'])} {spread(row['ci_lo'], row['ci_hi'])}"
 
 
-def _deepest(fits: pd.DataFrame, arm: str) -> pd.DataFrame:
-    rows = fits[fits["arm"] == arm]
-    return rows[rows["depth"] == rows["depth"].max()]
-
-
 def local_exponents(fits: pd.DataFrame) -> pd.DataFrame:
     """Per placement and octave end l of the deepest cell of the depth arm: the stream's local
     exponent d ln rms / d ln l and the finite-depth prediction's (mean and 95% CI), and omega's
     local log-log slope."""
-    deepest = _deepest(fits, "depth")
-    ends = sorted(pick(deepest, quantity="stream_local_exponent")["layer"].unique())
+    deep = deepest(fits, "depth")
+    ends = sorted(pick(deep, quantity="stream_local_exponent")["layer"].unique())
     rows = []
-    for placement in [p for p in ORDER if p in set(deepest["placement"])]:
+    for placement in [p for p in ORDER if p in set(deep["placement"])]:
         for end in [e for e in ends if e in SHOWN_ENDS] or ends:
             row = {"placement": LABELS[placement], "octave (blocks)": f"{int(end) // 2}–{int(end)}"}
             for quantity, column in (("stream_local_exponent", "stream exponent"),
                                      ("stream_local_prediction", "sqrt(V_0 + l σ²) exponent"),
                                      ("omega_local_slope", "ω slope")):
-                cell = pick(deepest, quantity=quantity, placement=placement, layer=end)
+                cell = pick(deep, quantity=quantity, placement=placement, layer=end)
                 row[column] = _mean_ci(cell.iloc[0]) if len(cell) == 1 else "—"
             if any(v != "—" for k, v in row.items() if k not in ("placement", "octave (blocks)")):
                 rows.append(row)
