@@ -32,8 +32,10 @@ def forward_flops(s: RunSettings, batch: int | None = None) -> float:
 
 def layer_flops(s: RunSettings) -> float:
     """Floating-point operations of one block for one seed in a measure pass: forward plus
-    backward (3x forward), or the forward alone when no gradient is taken (grad_of none)."""
-    return (1.0 if s.grad_of == "none" else 3.0) * forward_flops(s)
+    backward (3x forward; 4x where the backward pass recomputes the block, `recomputes`), or the
+    forward alone when no gradient is taken (grad_of none)."""
+    passes = 1.0 if s.grad_of == "none" else 4.0 if recomputes(s) else 3.0
+    return passes * forward_flops(s)
 
 
 def sequence_flops(s: RunSettings) -> float:
