@@ -113,7 +113,8 @@ def summary_line(table: pd.DataFrame) -> str:
     if c[QUESTION]:
         parts.append(f"and {c[QUESTION]} open question{'s' * (c[QUESTION] > 1)} of the notes "
                      "measured (no claim, not counted)")
-    return (", ".join(parts) + f" (of {n} claims; {len(table) - n} more entries restate one "
+    restating = int((table["restates"] != "").sum())
+    return (", ".join(parts) + f" (of {n} claims; {restating} more entries restate one "
             "of them)")
 
 
