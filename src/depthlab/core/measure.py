@@ -14,7 +14,7 @@ from depthlab.core.model import Draw, StackParams, Trace, build, forward, per_se
 from depthlab.core.probes import Probe, backward, pass_rows, run_probes
 from depthlab.core.recompute import recomputed_backward
 from depthlab.core.records import check_finite, job_rows
-from depthlab.pipeline.cost import recomputes, seeds_per_pass
+from depthlab.pipeline.cost import recomputes, seeds_per_pass, streamed
 from depthlab.pipeline.grid import Cell, Job
 from depthlab.pipeline.settings import RunSettings
 
@@ -77,7 +77,7 @@ def run_pass(
     branch_scales[l] = (alpha_attn, alpha_mlp) of block l+1 replaces the uniform residual_scale
     (see model.forward); the scales applied are recorded as metric branch_scale."""
     # a forward-only pass, or one that recomputes blocks, draws each block when it needs it
-    params, draw = build(s, seeds, streamed=s.grad_of == "none" or recomputes(s))
+    params, draw = build(s, seeds, streamed=streamed(s))
     trace, loss = forward_backward(params, draw, s, branch_scales)
     probes = run_probes(params, trace, s)
     if branch_scales is not None:

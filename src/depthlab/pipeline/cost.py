@@ -88,6 +88,12 @@ def recomputes(s: RunSettings) -> bool:
             and _graph_bytes(s) > s.pass_mb * 1e6)
 
 
+def streamed(s: RunSettings) -> bool:
+    """Whether a pass draws each block when it needs it (depthlab.core.model.StreamedBlocks): a
+    forward-only pass (grad_of none), or one that recomputes blocks in its backward pass."""
+    return s.grad_of == "none" or recomputes(s)
+
+
 def seed_bytes(s: RunSettings) -> float:
     """Peak bytes one seed adds to a pass beyond the interpreter: every block's graph
     (`_graph_bytes`); or, where the blocks are drawn as the pass reaches them (a forward-only
