@@ -77,6 +77,12 @@ def sq_norm(t: Tensor) -> Tensor:
     return torch.linalg.vector_norm(t, dim=dims).square() if dims else t.square()
 
 
+def counted(s: RunSettings, block: dict[str, Tensor]) -> set[str]:
+    """The names of a block's parameters its gradient norm counts: the six weight matrices
+    (grad_of weights) or all of them (params)."""
+    return set(BLOCK_WEIGHTS if s.grad_of == "weights" else block)
+
+
 def backward(loss: Tensor, params: StackParams, trace: Trace, s: RunSettings) -> None:
     """loss.sum().backward(), reading each block's gradient as autograd delivers it.
 
@@ -88,12 +94,12 @@ def backward(loss: Tensor, params: StackParams, trace: Trace, s: RunSettings) ->
     if s.grad_of not in ("params", "weights"):
         loss.sum().backward()
         return
-    counted = set(BLOCK_WEIGHTS if s.grad_of == "weights" else params.blocks[0])
+    names = counted(s, params.blocks[0])
     sq = torch.zeros(loss.shape[0], s.depth, dtype=loss.dtype, device=loss.device)
 
     def reader(layer: int, name: str):
         def read(leaf: Tensor) -> None:
-            if name in counted:
+            if name in names:
                 sq[:, layer] += sq_norm(leaf.grad)
             leaf.grad = None
         return read

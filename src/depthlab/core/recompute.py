@@ -16,7 +16,6 @@ import torch
 from torch import Tensor
 
 from depthlab.core.model import (
-    BLOCK_WEIGHTS,
     BlockOps,
     Draw,
     StackParams,
@@ -25,7 +24,7 @@ from depthlab.core.model import (
     head_input,
     per_seed_loss,
 )
-from depthlab.core.probes import sq_norm
+from depthlab.core.probes import counted, sq_norm
 from depthlab.pipeline.placements import PLACEMENTS
 from depthlab.pipeline.settings import RunSettings
 
@@ -61,8 +60,7 @@ def recomputed_backward(params: StackParams, draw: Draw, trace: Trace, s: RunSet
         with torch.enable_grad():
             h = placement.block(inputs[0], ops)
             torch.autograd.backward([h, ops.carry] if carries else [h], grads)
-        counted = BLOCK_WEIGHTS if s.grad_of == "weights" else tuple(p)
-        sq[:, layer] = sum(sq_norm(p[name].grad) for name in counted)
+        sq[:, layer] = sum(sq_norm(p[name].grad) for name in sorted(counted(s, p)))
         grads = [t.grad for t in inputs]
     trace.block_grad_sq = sq
     return loss.detach()
