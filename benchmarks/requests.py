@@ -1,7 +1,12 @@
 """Requests against use: what depthlab.pipeline.requests predicts for each measure and train job
-beside what the job used (Snakemake's `benchmark:` files: `cpu_time`, single-thread CPU
-seconds, which contention between jobs does not inflate as it does the wall time; `max_rss`,
-peak MB), for one or more finished runs:
+beside what the job used, for one or more finished runs, each run with a core per job (one
+thread a job, `--cores` jobs at a time, nothing else on the machine):
+
+- seconds: the job's wall time (Snakemake's `benchmark:` file, column `s`), what a cluster's
+  runtime limit counts; beside it the CPU seconds the job logged (`used cpu_s=`,
+  depthlab.core.runtime.log_use), whose ratio to the wall time shows contention;
+- peak MB: the VmHWM the job logged (`peak_mb=`), else the benchmark file's `max_rss`, which
+  Snakemake samples every 30 s after a job's first 15 s (the column `peak_from` says which).
 
     python -m benchmarks.requests RUN_DIR:config/config.yaml,config/training_seeds.yaml \\
         OTHER_RUN_DIR:config/fixes.yaml [--fit] [--out results/benchmarks]
@@ -16,6 +21,7 @@ prints the least-squares constants (relative errors) for requests.py from these 
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 
 import matplotlib
@@ -31,6 +37,8 @@ from scipy.optimize import nnls  # noqa: E402
 from snakemake.utils import update_config  # noqa: E402
 
 from depthlab.pipeline import cost, paths, requests  # noqa: E402
+from depthlab.pipeline.catalogue import unshared  # noqa: E402
+from depthlab.pipeline.reuse import reuse  # noqa: E402
 from depthlab.pipeline.train_settings import training_arms  # noqa: E402
 from depthlab.pipeline.validate import check_config  # noqa: E402
 
@@ -50,6 +58,7 @@ def jobs_used(run: Path, configs: list[str]) -> pd.DataFrame:
     config = merged([run / c for c in configs])
     jobs = check_config(config, ROOT / "workflow/schemas/config.schema.yaml")
     training = training_arms(config, jobs)
+    copies = reuse(jobs, unshared(config))
     rows = []
     for job in jobs:
         kind = "train" if (job.study, job.arm) in training else "measure"
@@ -57,53 +66,64 @@ def jobs_used(run: Path, configs: list[str]) -> pd.DataFrame:
         if not bench.exists():
             continue
         used = pd.read_csv(bench, sep="\t").iloc[0]
-        steps = 0.0
+        row = {"run": " + ".join(Path(c).stem for c in configs), "kind": kind,
+               "job": f"{job.study}/{job.arm}/{job.job}", "flops": 0.0, "elements": 0.0,
+               "drawn": 0.0, "calls": 0.0, "layer_steps": 0.0, "train_flops": 0.0,
+               "graph_mb": 0.0, "stream_mb": 0.0, "train_mb": 0.0}
         if kind == "train":
             ts = training[(job.study, job.arm)]
-            flops = sum(cost.training_flops(c.settings, ts) for c in job.cells)
+            row["train_flops"] = sum(cost.training_flops(c.settings, ts) for c in job.cells)
+            row["layer_steps"] = requests.layer_steps(job, ts)
+            row["train_mb"] = requests.train_bytes(job) / 1e6
             seconds, mb = requests.train_seconds(job, ts), requests.train_mb(job)
-            steps = requests.layer_steps(job, ts)
         else:
-            flops = cost.job_flops(job)
-            seconds, mb = requests.measure_seconds(job), requests.measure_mb(job)
-        rows.append({
-            "run": " + ".join(Path(c).stem for c in configs), "kind": kind,
-            "job": f"{job.study}/{job.arm}/{job.job}",
-            "flops": flops, "elements": requests.activation_elements(job), "layer_steps": steps,
-            "pass_mb": (requests.train_bytes(job) if kind == "train" else
-                        max(cost.pass_bytes(c.settings) for c in job.cells)) / 1e6,
-            "predicted_s": seconds, "cpu_s": float(used["cpu_time"]), "wall_s": float(used["s"]),
-            "predicted_mb": mb, "rss_mb": float(used["max_rss"]),
-            "runtime_request_min": requests.runtime_min(seconds),
-            "mem_request_mb": requests.mem_mb(mb),
-        })
+            copied = copies.get((job.study, job.arm, job.job), {})
+            cells = [c.settings for c in job.cells if c.label not in copied]
+            row["flops"] = sum(cost.cell_flops(s) for s in cells)
+            row["elements"] = requests.activation_elements(job, copied)
+            row["drawn"] = sum(requests.drawn_numbers(s) for s in cells)
+            row["calls"] = sum(requests.block_calls(s) for s in cells)
+            if cells:  # the pass that sets the predicted peak, by kind
+                top = max(cells, key=lambda s: requests.pass_share(s) * cost.pass_bytes(s))
+                row["stream_mb" if cost.streamed(top) else "graph_mb"] = (
+                    cost.pass_bytes(top) / 1e6)
+            seconds, mb = requests.measure_seconds(job, copied), requests.measure_mb(job, copied)
+        logged = re.search(r"used cpu_s=([0-9.]+) peak_mb=([0-9.]+)",
+                           (run / paths.job_log(kind).format(study=job.study, arm=job.arm,
+                                                             job=job.job)).read_text())
+        rows.append({**row, "copied": kind == "measure" and len(copied) == len(job.cells),
+                     "predicted_s": seconds, "used_s": float(used["s"]),
+                     "cpu_s": float(logged[1]) if logged else np.nan,
+                     "predicted_mb": mb,
+                     "used_mb": float(logged[2]) if logged else float(used["max_rss"]),
+                     "peak_from": "log" if logged else "benchmark",
+                     "runtime_request_min": requests.runtime_min(seconds),
+                     "mem_request_mb": requests.mem_mb(mb)})
     frame = pd.DataFrame(rows)
-    frame["time_ratio"] = frame["predicted_s"] / frame["cpu_s"]
-    frame["mem_ratio"] = frame["predicted_mb"] / frame["rss_mb"]
+    frame["time_ratio"] = frame["predicted_s"] / frame["used_s"]
+    frame["mem_ratio"] = frame["predicted_mb"] / frame["used_mb"]
     return frame
 
 
 def fit(frame: pd.DataFrame) -> dict[str, float]:
     """Non-negative least squares on relative errors: measure seconds = a + flops / R +
-    elements x p; train seconds = a + flops / R_train + layer steps x q (a shared); MB =
-    B + k x pass MB (measure) or B + k_train x train MB (B shared). Returns the constants
-    under requests.py's names."""
-    train = frame[frame["kind"] == "train"]
+    elements x p + drawn numbers x r + block calls x c; train seconds = a + flops / R_train +
+    layer steps x q (a shared); MB = B + k x graph pass MB + k_s x streamed pass MB (measure)
+    or B + k_train x train MB (B shared). Returns the constants under requests.py's names."""
     ones = np.ones(len(frame))
-    design = np.column_stack([
-        ones, np.where(frame["kind"] == "measure", frame["flops"], 0),
-        np.where(frame["kind"] == "measure", frame["elements"], 0),
-        np.where(frame["kind"] == "train", frame["flops"], 0), frame["layer_steps"]])
-    weight = 1 / frame["cpu_s"].to_numpy()
-    a, per_flop, per_element, per_train_flop, per_step = nnls(design * weight[:, None], ones)[0]
-    is_train = (frame["kind"] == "train").to_numpy()
-    mem = np.column_stack([np.ones(len(frame)), np.where(is_train, 0, frame["pass_mb"]),
-                           np.where(is_train, frame["pass_mb"], 0)])
-    base, share, train_share = nnls(mem / frame["rss_mb"].to_numpy()[:, None],
-                                    np.ones(len(frame)))[0]
+    time_terms = ["flops", "elements", "drawn", "calls", "train_flops", "layer_steps"]
+    design = np.column_stack([ones, *(frame[c] for c in time_terms)])
+    weight = 1 / frame["used_s"].to_numpy()
+    a, per_flop, per_element, per_number, per_call, per_train_flop, per_step = nnls(
+        design * weight[:, None], ones)[0]
+    mem = np.column_stack([ones, frame["graph_mb"], frame["stream_mb"], frame["train_mb"]])
+    base, share, stream_share, train_share = nnls(mem / frame["used_mb"].to_numpy()[:, None],
+                                                  ones)[0]
     out = {"STARTUP_S": a, "MEASURE_FLOPS_PER_S": 1 / per_flop if per_flop else np.inf,
-           "PROBE_S_PER_ELEMENT": per_element, "BASE_MB": base, "PASS_SHARE": share}
-    if len(train):
+           "PROBE_S_PER_ELEMENT": per_element, "DRAW_S_PER_NUMBER": per_number,
+           "CALL_S": per_call, "BASE_MB": base, "PASS_SHARE": share,
+           "STREAM_SHARE": stream_share}
+    if (frame["kind"] == "train").any():
         out["TRAIN_FLOPS_PER_S"] = 1 / per_train_flop if per_train_flop else np.inf
         out["TRAIN_S_PER_LAYER_STEP"] = per_step
         out["TRAIN_SHARE"] = train_share
@@ -113,8 +133,8 @@ def fit(frame: pd.DataFrame) -> dict[str, float]:
 def figure(frame: pd.DataFrame, path: Path) -> None:
     """Predicted against measured seconds and MB, log-log, the 1x line and the 2x band."""
     fig, axes = plt.subplots(1, 2, figsize=(7.2, 3.4), constrained_layout=True)
-    for ax, (pred, used, unit) in zip(axes, [("predicted_s", "cpu_s", "CPU seconds"),
-                                             ("predicted_mb", "rss_mb", "peak RSS (MB)")],
+    for ax, (pred, used, unit) in zip(axes, [("predicted_s", "used_s", "wall seconds"),
+                                             ("predicted_mb", "used_mb", "peak RSS (MB)")],
                                       strict=True):
         sns.scatterplot(data=frame, x=used, y=pred, hue="kind", style="run", ax=ax, s=22)
         lo = min(frame[used].min(), frame[pred].min()) / 1.5

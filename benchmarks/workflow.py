@@ -14,6 +14,7 @@ from pathlib import Path
 
 import yaml
 
+from depthlab.pipeline import paths
 from depthlab.pipeline.grid import study_jobs
 from depthlab.studies import TARGETS
 
@@ -91,10 +92,11 @@ def _compute_seconds(log: str) -> float:
 def measure_seconds(work: Path, study: str) -> dict:
     """The measure jobs `study` ran in `work`: how many, the sum of their wall times
     (Snakemake's benchmark files) and of their in-job compute (the compute_s line of each log)."""
-    jobs = sorted(glob.glob(str(work / f"results/benchmarks/measure/{study}/*/*.tsv")))
+    pattern = paths.benchmark("measure").format(study=study, arm="*", job="*")
+    jobs = sorted(glob.glob(str(work / pattern)))
     job_wall = sum(float(Path(p).read_text().splitlines()[1].split("\t")[0]) for p in jobs)
-    logs = [p.replace("results/benchmarks/measure", "logs/measure")[: -len(".tsv")] + ".log"
-            for p in jobs]
+    logs = [work / paths.job_log("measure").format(study=study, arm=Path(p).parent.name,
+                                                   job=Path(p).stem) for p in jobs]
     return {"jobs": len(jobs), "job_wall_s": job_wall,
             "compute_s": sum(_compute_seconds(p) for p in logs)}
 

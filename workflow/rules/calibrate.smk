@@ -32,7 +32,7 @@ rule measure_calibrated:
     output:
         paths.SHARD,
     log:
-        "logs/measure/{study}/{arm}/{job}.log",
+        paths.job_log("measure"),
     benchmark:
         paths.benchmark("measure")
     wildcard_constraints:

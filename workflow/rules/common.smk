@@ -21,7 +21,7 @@ os.environ.update(
 
 from depthlab.claims.schema import load_claims
 from depthlab.pipeline import paths, requests
-from depthlab.pipeline.catalogue import Catalogue
+from depthlab.pipeline.catalogue import Catalogue, unshared
 from depthlab.pipeline.codehash import BASE, MEASURE_CODE, code_hash, study_code_hash
 from depthlab.pipeline.grid import arm_settings
 from depthlab.pipeline.reuse import owner_shards, reuse
@@ -46,13 +46,7 @@ JOBS = CATALOGUE.jobs
 
 # cells whose numbers another job's cell gives are copied from its shard, not measured again
 # (depthlab.pipeline.reuse); calibrated arms and training studies are never shared
-UNSHARED = {
-    (study, arm)
-    for study, spec in config["studies"].items()
-    for arm, arm_spec in spec["arms"].items()
-    if "calibrate_from" in arm_spec or "training" in spec
-}
-REUSED = reuse(list(JOBS.values()), UNSHARED)
+REUSED = reuse(list(JOBS.values()), unshared(config))
 MEASURE_HASH = code_hash(MEASURE_CODE)
 BASE_HASH = code_hash(BASE)
 STUDY_HASH = {study: study_code_hash(study) for study in config["studies"]}
@@ -115,13 +109,17 @@ def job_reused(wildcards):
 def measure_mem_mb(wildcards, attempt):
     """Memory request of one measure job in MB (depthlab.pipeline.requests), more on each
     retry."""
-    return requests.mem_mb(requests.measure_mb(job_of(wildcards)), attempt)
+    job = job_of(wildcards)
+    copied = REUSED.get((job.study, job.arm, job.job), {})
+    return requests.mem_mb(requests.measure_mb(job, copied), attempt)
 
 
 @signature_cached
 def measure_runtime(wildcards, attempt):
     """Runtime request of one measure job in minutes (depthlab.pipeline.requests)."""
-    return requests.runtime_min(requests.measure_seconds(job_of(wildcards)), attempt)
+    job = job_of(wildcards)
+    copied = REUSED.get((job.study, job.arm, job.job), {})
+    return requests.runtime_min(requests.measure_seconds(job, copied), attempt)
 
 
 def train_mem_mb(wildcards, attempt):

@@ -7,7 +7,7 @@ rule measure:
     output:
         paths.SHARD,
     log:
-        "logs/measure/{study}/{arm}/{job}.log",
+        paths.job_log("measure"),
     benchmark:
         paths.benchmark("measure")
     conda:

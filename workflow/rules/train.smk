@@ -44,7 +44,7 @@ rule train:
         shard=paths.SHARD,
         weights=temp(paths.WEIGHTS),
     log:
-        "logs/train/{study}/{arm}/{job}.log",
+        paths.job_log("train"),
     benchmark:
         paths.benchmark("train")
     wildcard_constraints:

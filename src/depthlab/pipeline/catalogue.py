@@ -11,6 +11,15 @@ from depthlab.pipeline.paths import FIT, LEDGER, TABLE
 from depthlab.pipeline.targets import Target
 
 
+def unshared(config: dict) -> set[tuple[str, str]]:
+    """The (study, arm) pairs whose cells are neither copied nor lent
+    (depthlab.pipeline.reuse): calibrated arms, whose numbers depend on a calibration, and
+    every arm of a training study."""
+    return {(study, arm) for study, spec in config["studies"].items()
+            for arm, arm_spec in spec["arms"].items()
+            if "calibrate_from" in arm_spec or "training" in spec}
+
+
 class Catalogue:
     """The jobs of a checked config (depthlab.pipeline.validate.check_config), the declared
     `targets` and the claims entries (config/claims.yaml's `claims:` list)."""

@@ -26,3 +26,10 @@ def benchmark(rule: str) -> str:
     """What one job of `rule` (measure or train) used: Snakemake's benchmark file, a pattern
     over study, arm and job."""
     return f"results/benchmarks/{rule}/{{study}}/{{arm}}/{{job}}.tsv"
+
+
+def job_log(rule: str) -> str:
+    """The log of one job of `rule` (measure, train), a pattern over study, arm and job; a
+    compute job's last line says the CPU seconds and peak memory it used
+    (depthlab.core.runtime.log_use)."""
+    return f"logs/{rule}/{{study}}/{{arm}}/{{job}}.log"

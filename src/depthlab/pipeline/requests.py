@@ -1,15 +1,19 @@
 """What a job asks a cluster for (Snakemake's `runtime` in minutes and `mem_mb`): a prediction of
 what the job uses, times a margin. The predictions are fitted to what this project's jobs used
-(Snakemake's `benchmark:` files: single-thread CPU seconds and peak RSS) by
-`python -m benchmarks.requests`, which also checks that each is within 2x of every job it saw
-(docs/PERFORMANCE.md, "Requests against use"). No torch; not part of the measure code's hash (a
-request changes no number).
+with a core each (wall seconds from Snakemake's `benchmark:` files; peak RSS as the job logs it,
+depthlab.core.runtime.log_use) by `python -m benchmarks.requests`, which also checks each
+against every job it saw (docs/PERFORMANCE.md, "Requests against use"). No torch; not part of
+the measure code's hash (a request changes no number).
 
-- measure: CPU seconds = STARTUP_S + FLOPs / MEASURE_FLOPS_PER_S + activation elements x
+- measure: seconds = STARTUP_S + FLOPs / MEASURE_FLOPS_PER_S + activation elements x
   PROBE_S_PER_ELEMENT (the probes touch every stream, branch and normalised state of every
-  block and seed); peak MB = BASE_MB + PASS_SHARE x the largest pass's bytes
-  (depthlab.pipeline.cost.pass_bytes, an upper bound of what autograd holds).
-- train: CPU seconds = STARTUP_S + training FLOPs / TRAIN_FLOPS_PER_S + layer steps (steps x
+  block and seed) + random numbers drawn for the weights (`drawn_numbers`: a streamed pass
+  draws each block two or three times) x DRAW_S_PER_NUMBER + block calls (`block_calls`, per
+  pass whatever the seeds it holds) x CALL_S; cells copied from another job's shard
+  (depthlab.pipeline.reuse) cost nothing. Peak MB = BASE_MB + the largest pass's bytes
+  (depthlab.pipeline.cost.pass_bytes) x PASS_SHARE (a pass over every block's graph, which
+  the bytes bound from above) or STREAM_SHARE (a streamed pass, cost.streamed).
+- train: seconds = STARTUP_S + training FLOPs / TRAIN_FLOPS_PER_S + layer steps (steps x
   depth, every cell: the per-block operations each step dispatches whatever the batch) x
   TRAIN_S_PER_LAYER_STEP (the two terms are confounded on these jobs: read them as a model of
   the time, not as a throughput); peak MB = BASE_MB + TRAIN_SHARE x `train_bytes`.
@@ -18,45 +22,91 @@ request changes no number).
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 
 from depthlab.pipeline import cost
 from depthlab.pipeline.grid import Job
+from depthlab.pipeline.placements import PLACEMENTS
+from depthlab.pipeline.settings import RunSettings
 
 # fitted by benchmarks/requests.py on the default, training_seeds and fixes runs of 2026-12-02
 # (one thread per job; the fit and its worst ratios are in docs/PERFORMANCE.md)
 STARTUP_S = 2.4  # process start, imports, reading the config and writing the shard
 MEASURE_FLOPS_PER_S = 70e9  # forward and backward GEMMs, float64
 PROBE_S_PER_ELEMENT = 2.0e-7  # per element of one block's activations (seed x token x d)
+DRAW_S_PER_NUMBER = 0.0  # per random number drawn for the blocks' weights
+CALL_S = 0.0  # per seed-batched block operation dispatched (forward, backward, recompute)
 TRAIN_FLOPS_PER_S = 250e9  # float32 training steps
 TRAIN_S_PER_LAYER_STEP = 0.049  # one block's operations in one step, all seeds batched
 BASE_MB = 430  # the interpreter with torch and pandas loaded
 PASS_SHARE = 0.34  # peak RSS growth per byte of cost.pass_bytes (it bounds a pass from above)
+STREAM_SHARE = 1.0  # the same for a streamed pass (cost.streamed), whose bytes model is closer
 TRAIN_SHARE = 1.0  # peak RSS growth per byte of train_bytes
 
 RUNTIME_MARGIN = 3.0  # covers a job 3x slower than predicted (the worst seen: 2.6x, CPU)
 MEM_MARGIN = 2.0  # covers a job at 2x its predicted peak (the worst seen: 1.7x)
 
 
-def activation_elements(job: Job) -> float:
-    """Elements of the block activations every seed of every cell passes through the probes:
-    seeds x depth x batch x tokens x d_model, summed over the cells."""
+def draws(s: RunSettings) -> int:
+    """How often a pass draws each block's weights from the seed's generator: once where it
+    holds every block; a streamed pass (cost.streamed) once to record the generator states and
+    once as the forward pass reaches the block, and once more where the backward pass
+    recomputes it (cost.recomputes)."""
+    return 1 + cost.streamed(s) + cost.recomputes(s)
+
+
+def drawn_numbers(s: RunSettings) -> float:
+    """Random numbers a cell draws for its blocks: every seed's block weights and biases times
+    `draws`, twice where the placement re-draws with its own init (DeepNorm's init_gains)."""
+    d, f = s.d_model, s.ffn_mult * s.d_model
+    per_block = 4 * d * d + 2 * d * f + 5 * d + f
+    own = 2 if PLACEMENTS[s.placement].init_gains is not None else 1
+    return s.seeds * s.depth * per_block * draws(s) * own
+
+
+def block_calls(s: RunSettings) -> float:
+    """Seed-batched block operations a cell dispatches: per pass (cost.seeds_per_pass), each
+    block once forward, once backward where a gradient is taken, once more where it is
+    recomputed; their fixed cost does not shrink with the seeds a pass holds."""
+    passes = math.ceil(s.seeds / cost.seeds_per_pass(s))
+    return passes * s.depth * (1 + (s.grad_of != "none") + cost.recomputes(s))
+
+
+def _measured(job: Job, copied: Collection[str]) -> list:
+    """The settings of the job's cells it measures, not those it copies (labels in `copied`,
+    depthlab.pipeline.reuse)."""
+    return [c.settings for c in job.cells if c.label not in copied]
+
+
+def activation_elements(job: Job, copied: Collection[str] = ()) -> float:
+    """Elements of the block activations every seed of every measured cell passes through the
+    probes: seeds x depth x batch x tokens x d_model, summed over the cells."""
     return sum(s.seeds * s.depth * s.batch * s.tokens * s.d_model
-               for s in (c.settings for c in job.cells))
+               for s in _measured(job, copied))
 
 
-def measure_seconds(job: Job) -> float:
-    """Predicted single-thread CPU seconds of a measure job."""
-    return (STARTUP_S + cost.job_flops(job) / MEASURE_FLOPS_PER_S
-            + activation_elements(job) * PROBE_S_PER_ELEMENT)
+def measure_seconds(job: Job, copied: Collection[str] = ()) -> float:
+    """Predicted single-thread CPU seconds of a measure job whose cells labelled in `copied`
+    are copied from another job's shard (they cost nothing but reading it)."""
+    cells = _measured(job, copied)
+    return (STARTUP_S + sum(cost.cell_flops(s) for s in cells) / MEASURE_FLOPS_PER_S
+            + activation_elements(job, copied) * PROBE_S_PER_ELEMENT
+            + sum(drawn_numbers(s) for s in cells) * DRAW_S_PER_NUMBER
+            + sum(block_calls(s) for s in cells) * CALL_S)
 
 
-def measure_mb(job: Job) -> float:
-    """Predicted peak RSS of a measure job in MB: a streamed pass (cost.streamed) holds what its
-    bytes model counts (measured: 0.9x of it at L = 1024), a pass over every block's graph a
-    share PASS_SHARE of its upper bound."""
-    return BASE_MB + max(cost.pass_bytes(c.settings) * (1.0 if cost.streamed(c.settings)
-                                                         else PASS_SHARE)
-                         for c in job.cells) / 1e6
+def measure_mb(job: Job, copied: Collection[str] = ()) -> float:
+    """Predicted peak RSS of a measure job in MB: BASE_MB plus the largest pass's bytes
+    (cost.pass_bytes) times STREAM_SHARE for a streamed pass (cost.streamed), PASS_SHARE for a
+    pass over every block's graph (its bytes bound that from above); cells in `copied` hold
+    nothing."""
+    return BASE_MB + max((pass_share(s) * cost.pass_bytes(s) for s in _measured(job, copied)),
+                         default=0.0) / 1e6
+
+
+def pass_share(s) -> float:
+    """The share of a pass's modelled bytes that shows in the peak RSS."""
+    return STREAM_SHARE if cost.streamed(s) else PASS_SHARE
 
 
 def layer_steps(job: Job, ts) -> float:
