@@ -1,11 +1,15 @@
 # Copies of the key figures for the README (docs/figures/, committed): those of the configured
-# studies (the default run's three; the fixes study's with config/fixes.yaml)
+# studies (the default run's three; the fixes study's with config/fixes.yaml; the scale study's
+# with config/scale.yaml)
 README_FIGURES = (
     "fig_grad_ratio_by_depth",
     "fig_increments_by_layer",
     "fig_omega_vs_theory",
     "fig_fixes_grad_ratio",
     "fig_fixes_stream_growth",
+    "fig_scale_local_exponents",
+    "fig_scale_grad_ratio",
+    "fig_scale_width",
 )
 DOC_FIGURES = [t for t in CATALOGUE.targets if t.name in README_FIGURES]
 
