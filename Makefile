@@ -35,7 +35,7 @@ run: setup
 	$(BIN)/snakemake --cores all
 
 test: setup
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n auto
 
 lint: setup
 	$(BIN)/snakemake --lint

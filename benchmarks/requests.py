@@ -1,12 +1,14 @@
 """Requests against use: what depthlab.pipeline.requests predicts for each measure and train job
-beside what the job used, for one or more finished runs, each run with a core per job (one
-thread a job, `--cores` jobs at a time, nothing else on the machine):
+beside what the job used, for one or more finished runs:
 
-- seconds: the job's wall time (Snakemake's `benchmark:` file, column `s`), what a cluster's
-  runtime limit counts; beside it the CPU seconds the job logged (`used cpu_s=`,
-  depthlab.core.runtime.log_use), whose ratio to the wall time shows contention;
+- seconds: the CPU seconds the job logged at exit (`used cpu_s=`, depthlab.core.runtime.log_use;
+  one thread a job, so what the job takes on a core of its own, whatever else shared the
+  machine); for a job of a run from before that line, its wall time (Snakemake's `benchmark:`
+  file, column `s`), valid where the run had a core per job and nothing else running;
 - peak MB: the VmHWM the job logged (`peak_mb=`), else the benchmark file's `max_rss`, which
-  Snakemake samples every 30 s after a job's first 15 s (the column `peak_from` says which).
+  Snakemake samples every 30 s after a job's first 15 s, so that it can miss the peak.
+
+The column `measured_from` says which. Usage:
 
     python -m benchmarks.requests RUN_DIR:config/config.yaml,config/training_seeds.yaml \\
         OTHER_RUN_DIR:config/fixes.yaml [--fit] [--out results/benchmarks]
@@ -15,7 +17,8 @@ Each argument is a working directory that ran the workflow and the config files 
 (merged in order, as Snakemake merges --configfile). Writes requests.csv (one row per job:
 predicted and measured seconds and MB, their ratios, the requests) and requests.png (predicted
 against measured, log-log, with the 2x band) under --out, and prints the worst ratios. --fit
-prints the least-squares constants (relative errors) for requests.py from these jobs.
+prints the least-squares constants (relative errors) for requests.py from these jobs, and the
+ratios, table and figure with them.
 """
 
 from __future__ import annotations
@@ -66,7 +69,8 @@ def jobs_used(run: Path, configs: list[str]) -> pd.DataFrame:
         if not bench.exists():
             continue
         used = pd.read_csv(bench, sep="\t").iloc[0]
-        row = {"run": " + ".join(Path(c).stem for c in configs), "kind": kind,
+        row = {"run": " + ".join(Path(c).stem.replace("config", "default") for c in configs),
+               "kind": kind,
                "job": f"{job.study}/{job.arm}/{job.job}", "flops": 0.0, "elements": 0.0,
                "drawn": 0.0, "calls": 0.0, "layer_steps": 0.0, "train_flops": 0.0,
                "graph_mb": 0.0, "stream_mb": 0.0, "train_mb": 0.0}
@@ -92,11 +96,11 @@ def jobs_used(run: Path, configs: list[str]) -> pd.DataFrame:
                            (run / paths.job_log(kind).format(study=job.study, arm=job.arm,
                                                              job=job.job)).read_text())
         rows.append({**row, "copied": kind == "measure" and len(copied) == len(job.cells),
-                     "predicted_s": seconds, "used_s": float(used["s"]),
-                     "cpu_s": float(logged[1]) if logged else np.nan,
+                     "predicted_s": seconds, "wall_s": float(used["s"]),
+                     "used_s": float(logged[1]) if logged else float(used["s"]),
                      "predicted_mb": mb,
                      "used_mb": float(logged[2]) if logged else float(used["max_rss"]),
-                     "peak_from": "log" if logged else "benchmark",
+                     "measured_from": "job log" if logged else "benchmark file",
                      "runtime_request_min": requests.runtime_min(seconds),
                      "mem_request_mb": requests.mem_mb(mb)})
     frame = pd.DataFrame(rows)
@@ -133,7 +137,7 @@ def fit(frame: pd.DataFrame) -> dict[str, float]:
 def figure(frame: pd.DataFrame, path: Path) -> None:
     """Predicted against measured seconds and MB, log-log, the 1x line and the 2x band."""
     fig, axes = plt.subplots(1, 2, figsize=(7.2, 3.4), constrained_layout=True)
-    for ax, (pred, used, unit) in zip(axes, [("predicted_s", "used_s", "wall seconds"),
+    for ax, (pred, used, unit) in zip(axes, [("predicted_s", "used_s", "seconds on one core"),
                                              ("predicted_mb", "used_mb", "peak RSS (MB)")],
                                       strict=True):
         sns.scatterplot(data=frame, x=used, y=pred, hue="kind", style="run", ax=ax, s=22)
@@ -147,7 +151,7 @@ def figure(frame: pd.DataFrame, path: Path) -> None:
         for axis in (ax.xaxis, ax.yaxis):
             axis.set_minor_formatter(NullFormatter())
         ax.legend(fontsize=6)
-    fig.suptitle("Each job's predicted use (depthlab.pipeline.requests) against its benchmark")
+    fig.suptitle("Each job's predicted use (depthlab.pipeline.requests) against what it used")
     fig.savefig(path, dpi=200)
     plt.close(fig)
 
@@ -158,18 +162,27 @@ def main() -> None:
     parser.add_argument("--fit", action="store_true", help="print the fitted constants")
     parser.add_argument("--out", type=Path, default=ROOT / "results/benchmarks")
     args = parser.parse_args()
-    frame = pd.concat([jobs_used(Path(d), c.split(","))
-                       for d, c in (r.split(":", 1) for r in args.runs)], ignore_index=True)
+    runs = [(Path(d), c.split(",")) for d, c in (r.split(":", 1) for r in args.runs)]
+    frame = pd.concat([jobs_used(d, c) for d, c in runs], ignore_index=True)
+    report(frame, "with requests.py's constants")
+    if args.fit:
+        constants = fit(frame)
+        for name, value in constants.items():
+            print(f"{name} = {value:.4g}")
+            setattr(requests, name, value)
+        frame = pd.concat([jobs_used(d, c) for d, c in runs], ignore_index=True)
+        report(frame, "with the fitted constants")
     args.out.mkdir(parents=True, exist_ok=True)
     frame.to_csv(args.out / "requests.csv", index=False)
     figure(frame, args.out / "requests.png")
+
+
+def report(frame: pd.DataFrame, which: str) -> None:
+    """Print the range of predicted over used, and how many jobs fall outside [0.5, 2]."""
     for ratio in ("time_ratio", "mem_ratio"):
-        print(f"{ratio}: {frame[ratio].min():.2f} to {frame[ratio].max():.2f} over "
-              f"{len(frame)} jobs; outside [0.5, 2]: "
-              f"{int(((frame[ratio] < 0.5) | (frame[ratio] > 2)).sum())}")
-    if args.fit:
-        for name, value in fit(frame).items():
-            print(f"{name} = {value:.4g}")
+        outside = int(((frame[ratio] < 0.5) | (frame[ratio] > 2)).sum())
+        print(f"{which}: {ratio} {frame[ratio].min():.2f} to {frame[ratio].max():.2f} over "
+              f"{len(frame)} jobs; outside [0.5, 2]: {outside}")
 
 
 if __name__ == "__main__":

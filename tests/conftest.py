@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import fcntl
 import os
 import shutil
 import subprocess
@@ -69,17 +70,38 @@ def edited(base: dict, edits: dict) -> dict:
     return out
 
 
-CONSOLE = "console.txt"  # in tiny_run's folder
+CONSOLE = "console.txt"  # in a shared run's folder
+
+
+def shared_run(tmp_path_factory, worker_id: str, config: str) -> Path:
+    """`config` run end to end once for the whole test session, shared by every pytest-xdist
+    worker (the first to ask runs it while the others wait on a lock); returns its working
+    directory, where CONSOLE holds what the run printed (stdout, then stderr)."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base if worker_id == "master" else base.parent  # the workers' common folder
+    workdir = shared / Path(config).stem
+    with open(shared / f"{Path(config).stem}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (workdir / CONSOLE).exists():
+            if workdir.exists():  # a run that failed part-way: start again
+                shutil.rmtree(workdir)
+            workdir.mkdir()
+            copy_workflow(workdir)
+            done = run_snakemake(workdir, "--cores", "2", "--configfile", config)
+            (workdir / CONSOLE).write_text(done.stdout + done.stderr)
+    return workdir
 
 
 @pytest.fixture(scope="session")
-def tiny_run(tmp_path_factory) -> Path:
-    """The tiny study run end to end once; returns its working directory, where CONSOLE holds
-    what the run printed (stdout, then stderr)."""
-    workdir = copy_workflow(tmp_path_factory.mktemp("tiny"))
-    done = run_snakemake(workdir, "--cores", "2", "--configfile", "config/tiny.yaml")
-    (workdir / CONSOLE).write_text(done.stdout + done.stderr)
-    return workdir
+def tiny_run(tmp_path_factory, worker_id) -> Path:
+    """The tiny study (config/tiny.yaml), run once for the session (`shared_run`)."""
+    return shared_run(tmp_path_factory, worker_id, "config/tiny.yaml")
+
+
+@pytest.fixture(scope="session")
+def tiny_fixes_run(tmp_path_factory, worker_id) -> Path:
+    """The tiny fixes study (config/tiny_fixes.yaml), run once for the session (`shared_run`)."""
+    return shared_run(tmp_path_factory, worker_id, "config/tiny_fixes.yaml")
 
 
 @pytest.fixture(scope="session")

@@ -4,7 +4,7 @@ overlap, every axis is labelled (no code names), a legend covers no data, a log 
 most one tick per decade; and the files: PNG at 300 dpi, SVG, PDF, written atomically.
 
 Fast tests draw synthetic fit tables; the workflow tests draw every figure target of the tiny
-studies (config/tiny.yaml through the session's tiny_run, config/tiny_fixes.yaml's fits here)."""
+studies (config/tiny.yaml and config/tiny_fixes.yaml through the session's shared runs)."""
 
 from __future__ import annotations
 
@@ -17,8 +17,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
-from conftest import ROOT, copy_workflow, run_snakemake, tiny_targets
+from conftest import tiny_targets
 from PIL import Image
 
 from depthlab.analysis.draw import contact_sheet
@@ -338,22 +337,9 @@ def test_every_tiny_figure_reads_well(tiny_run, target):
 FIXES_FIGURES = figure_targets(("fixes", "fixestraining"))
 
 
-@pytest.fixture(scope="module")
-def tiny_fixes(tmp_path_factory) -> Path:
-    """The fits of config/tiny_fixes.yaml (no figures drawn by Snakemake)."""
-    work = copy_workflow(tmp_path_factory.mktemp("tiny_fixes"))
-    arms = {study: list(spec["arms"]) for study, spec in
-            yaml.safe_load((ROOT / "config/tiny_fixes.yaml").read_text())["studies"].items()}
-    fits = {f"results/fits/{t.study}/{arm}.parquet" for t in FIXES_FIGURES
-            for arm in t.arms(arms[t.study])}
-    run_snakemake(work, *sorted(fits), "--cores", "2", "--configfile",
-                  "config/tiny_fixes.yaml")
-    return work
-
-
 @pytest.mark.workflow
 @pytest.mark.parametrize("target", FIXES_FIGURES, ids=lambda t: t.name)
-def test_every_fixes_figure_reads_well(tiny_fixes, target):
-    fig = draw(target, tiny_fixes)
+def test_every_fixes_figure_reads_well(tiny_fixes_run, target):
+    fig = draw(target, tiny_fixes_run)
     check_reads_well(fig)
     plt.close(fig)

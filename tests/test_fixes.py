@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from conftest import ROOT, copy_workflow, run_snakemake
+from conftest import ROOT
 
 from depthlab.core.calibrate import branch_scales, calibrate
 from depthlab.core.measure import measure_job
@@ -224,9 +224,8 @@ def test_targets_are_named_and_read_configured_arms():
 
 
 @pytest.mark.workflow
-def test_tiny_fixes_study_end_to_end(tmp_path):
-    work = copy_workflow(tmp_path)
-    run_snakemake(work, "--cores", "2", "--configfile", "config/tiny_fixes.yaml")
+def test_tiny_fixes_study_end_to_end(tiny_fixes_run):
+    work = tiny_fixes_run
     for target in TARGETS:
         if target.study in ("fixes", "fixestraining"):
             for path in target.outputs.values():

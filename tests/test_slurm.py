@@ -27,7 +27,7 @@ from conftest import ROOT, SNAKEMAKE, copy_workflow, run_snakemake
 
 from depthlab.core.io import read_meta
 from depthlab.core.measure import check_device, measure_cell
-from depthlab.core.model import build, forward, per_seed_loss
+from depthlab.core.model import _block_shapes, build, forward, per_seed_loss
 from depthlab.pipeline import cost, requests
 from depthlab.pipeline.grid import Cell, Job, study_jobs
 from depthlab.pipeline.settings import RunSettings
@@ -68,7 +68,43 @@ def test_requests_grow_with_depth_seeds_and_attempt():
     mem_batched, min_batched = _requests(_job(depth=6, seeds=600, seed_batch=6))
     assert mem_batched < mem_seeds and min_batched == min_seeds
     assert requests.mem_mb(1234.0, attempt=2) == 2 * requests.mem_mb(1234.0) == 2 * 2500
-    assert requests.runtime_min(61.0, attempt=3) == 3 * requests.runtime_min(61.0) == 3 * 4
+    # 61 s at a 2x margin: 122 s, 3 whole minutes
+    assert requests.runtime_min(61.0, attempt=3) == 3 * requests.runtime_min(61.0) == 3 * 3
+
+
+@pytest.mark.parametrize("placement", ["pre", "deepnorm"])
+def test_the_time_model_counts_what_a_pass_draws_and_dispatches(placement):
+    """A block's random numbers are its six weight matrices and biases (the shapes the model
+    builds; norms and gates are filled, not drawn), twice for a placement that re-draws with its
+    own init; a held pass draws them once, a streamed one twice, a recomputed one three times;
+    block calls are per pass: forward, backward, recompute."""
+    s = RunSettings(placement=placement, depth=5, seeds=3, d_model=16, tokens=8)
+    shapes = _block_shapes(s)
+    drawn = sum(math.prod(shape) for name, shape in shapes.items()
+                if re.fullmatch(r"[wb](q|k|v|o|1|2)", name))
+    own = 2 if placement == "deepnorm" else 1
+    assert requests.drawn_numbers(s) == s.seeds * s.depth * drawn * own
+    forward_only = dataclasses.replace(s, grad_of="none")
+    recomputed = dataclasses.replace(s, depth=64, d_model=128, tokens=128, pass_mb=1)
+    assert cost.recomputes(recomputed) and cost.seeds_per_pass(recomputed) == 1
+    assert [requests.draws(x) for x in (s, forward_only, recomputed)] == [1, 2, 3]
+    passes = math.ceil(s.seeds / cost.seeds_per_pass(s))
+    assert requests.block_calls(s) == passes * s.depth * 2
+    assert requests.block_calls(forward_only) == (
+        math.ceil(s.seeds / cost.seeds_per_pass(forward_only)) * s.depth)
+    assert requests.block_calls(recomputed) == recomputed.seeds * recomputed.depth * 3
+
+
+def test_copied_cells_cost_no_time_and_hold_no_memory():
+    """A job whose cells are all copies (depthlab.pipeline.reuse) is predicted its start-up and
+    the interpreter only; one copied cell of two removes that cell's share."""
+    one, other = RunSettings(depth=48, seeds=6), RunSettings(depth=96, seeds=6)
+    job = Job("s", "a", "j", (Cell("x", one), Cell("y", other)))
+    assert requests.measure_seconds(job, {"x", "y"}) == requests.STARTUP_S
+    assert requests.measure_mb(job, {"x", "y"}) == requests.BASE_MB
+    alone = Job("s", "a", "j", (Cell("y", other),))
+    assert requests.measure_seconds(job, {"x"}) == pytest.approx(requests.measure_seconds(alone))
+    assert requests.measure_seconds(job) > requests.measure_seconds(job, {"x"})
 
 
 @pytest.mark.parametrize("budget", [0, 300, 2500])

@@ -29,22 +29,23 @@ from depthlab.pipeline.grid import Job
 from depthlab.pipeline.placements import PLACEMENTS
 from depthlab.pipeline.settings import RunSettings
 
-# fitted by benchmarks/requests.py on the default, training_seeds and fixes runs of 2026-12-02
-# (one thread per job; the fit and its worst ratios are in docs/PERFORMANCE.md)
-STARTUP_S = 2.4  # process start, imports, reading the config and writing the shard
-MEASURE_FLOPS_PER_S = 70e9  # forward and backward GEMMs, float64
-PROBE_S_PER_ELEMENT = 2.0e-7  # per element of one block's activations (seed x token x d)
-DRAW_S_PER_NUMBER = 0.0  # per random number drawn for the blocks' weights
-CALL_S = 0.0  # per seed-batched block operation dispatched (forward, backward, recompute)
-TRAIN_FLOPS_PER_S = 250e9  # float32 training steps
-TRAIN_S_PER_LAYER_STEP = 0.049  # one block's operations in one step, all seeds batched
-BASE_MB = 430  # the interpreter with torch and pandas loaded
-PASS_SHARE = 0.34  # peak RSS growth per byte of cost.pass_bytes (it bounds a pass from above)
-STREAM_SHARE = 1.0  # the same for a streamed pass (cost.streamed), whose bytes model is closer
-TRAIN_SHARE = 1.0  # peak RSS growth per byte of train_bytes
+# fitted by benchmarks/requests.py on the 85 measure and train jobs of the default, fixes and scale
+# runs of 2026-12-03 (one thread per job): every prediction within 0.57-1.43x of the job's CPU
+# seconds and 0.72-1.22x of its peak memory (docs/PERFORMANCE.md, "Requests against use")
+STARTUP_S = 1.85  # process start, imports, reading the config and writing the shard
+MEASURE_FLOPS_PER_S = 26.8e9  # forward and backward GEMMs, float64
+PROBE_S_PER_ELEMENT = 1.85e-7  # per element of one block's activations (seed x token x d)
+DRAW_S_PER_NUMBER = 1.27e-8  # per random number drawn for the blocks' weights
+CALL_S = 1.08e-3  # per seed-batched block operation dispatched (forward, backward, recompute)
+TRAIN_FLOPS_PER_S = 44e9  # float32 training steps
+TRAIN_S_PER_LAYER_STEP = 0.0  # one block's operations in one step, all seeds batched
+BASE_MB = 342  # the interpreter with torch and pandas loaded
+PASS_SHARE = 0.50  # peak RSS growth per byte of cost.pass_bytes (it bounds a pass from above)
+STREAM_SHARE = 0.93  # the same for a streamed pass (cost.streamed), whose bytes model is closer
+TRAIN_SHARE = 1.30  # peak RSS growth per byte of train_bytes
 
-RUNTIME_MARGIN = 3.0  # covers a job 3x slower than predicted (the worst seen: 2.6x, CPU)
-MEM_MARGIN = 2.0  # covers a job at 2x its predicted peak (the worst seen: 1.7x)
+RUNTIME_MARGIN = 2.0  # covers a job 2x slower than predicted (the worst seen: 1.75x)
+MEM_MARGIN = 2.0  # covers a job at 2x its predicted peak (the worst seen: 1.39x)
 
 
 def draws(s: RunSettings) -> int:
@@ -86,8 +87,9 @@ def activation_elements(job: Job, copied: Collection[str] = ()) -> float:
 
 
 def measure_seconds(job: Job, copied: Collection[str] = ()) -> float:
-    """Predicted single-thread CPU seconds of a measure job whose cells labelled in `copied`
-    are copied from another job's shard (they cost nothing but reading it)."""
+    """Predicted seconds of a measure job on a core of its own (one thread), whose cells
+    labelled in `copied` are copied from another job's shard (they cost nothing but reading
+    it)."""
     cells = _measured(job, copied)
     return (STARTUP_S + sum(cost.cell_flops(s) for s in cells) / MEASURE_FLOPS_PER_S
             + activation_elements(job, copied) * PROBE_S_PER_ELEMENT
@@ -115,7 +117,7 @@ def layer_steps(job: Job, ts) -> float:
 
 
 def train_seconds(job: Job, ts) -> float:
-    """Predicted single-thread CPU seconds of a train job (ts: its arm's TrainSettings)."""
+    """Predicted seconds of a train job on a core of its own (ts: its arm's TrainSettings)."""
     flops = sum(cost.training_flops(c.settings, ts) for c in job.cells)
     return (STARTUP_S + flops / TRAIN_FLOPS_PER_S
             + layer_steps(job, ts) * TRAIN_S_PER_LAYER_STEP)
