@@ -1,7 +1,7 @@
 """Requests against use: what depthlab.pipeline.requests predicts for each measure and train job
 beside what the job used, for one or more finished runs:
 
-- seconds: the CPU seconds the job logged at exit (`used cpu_s=`, depthlab.core.runtime.log_use;
+- seconds: the CPU seconds the job logged at exit (`used cpu_s=`, depthlab.core.usage.log_use;
   one thread a job, so what the job takes on a core of its own, whatever else shared the
   machine); for a job of a run from before that line, its wall time (Snakemake's `benchmark:`
   file, column `s`), valid where the run had a core per job and nothing else running;

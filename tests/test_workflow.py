@@ -11,6 +11,7 @@ import pytest
 from conftest import CONSOLE, tiny_targets
 
 from depthlab.core.io import read_meta
+from depthlab.pipeline import paths
 
 
 @pytest.mark.workflow
@@ -74,3 +75,22 @@ def test_a_jobs_warnings_go_to_its_log(tmp_path):
                           check=True)
     assert "lexsort" not in done.stderr
     assert "UserWarning: lexsort depth" in log.read_text()
+
+
+@pytest.mark.workflow
+def test_every_compute_job_logs_what_it_used(tiny_run):
+    """Each measure and train job ends its log with its CPU seconds and its peak memory
+    (depthlab.core.usage.log_use), which benchmarks/requests.py reads: at most the job's wall
+    time on its one thread, and a peak of at least what Snakemake's benchmark file sampled."""
+    benches = sorted((tiny_run / "results/benchmarks").rglob("*.tsv"))
+    assert len(benches) >= 6
+    for bench in benches:
+        rule, study, arm = bench.parent.parent.parent.name, bench.parent.parent.name, \
+            bench.parent.name
+        log = tiny_run / paths.job_log(rule).format(study=study, arm=arm, job=bench.stem)
+        used = re.search(r"used cpu_s=([0-9.]+) peak_mb=([0-9.]+)$", log.read_text(), re.M)
+        assert used, log
+        sampled = pd.read_csv(bench, sep="\t").iloc[0]
+        cpu_s, peak_mb = float(used[1]), float(used[2])
+        assert 0 < cpu_s <= sampled["s"] * 1.05 + 0.1, (log, cpu_s, sampled["s"])
+        assert peak_mb >= 0.99 * sampled["max_rss"], (log, peak_mb, sampled["max_rss"])

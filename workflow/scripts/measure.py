@@ -10,11 +10,13 @@ from depthlab.core.calibrate import branch_scales
 from depthlab.core.io import job_provenance, write_parquet
 from depthlab.core.logs import Progress, to_file
 from depthlab.core.records import copied_rows, job_rows
+from depthlab.core.usage import log_use_at_exit
 from depthlab.pipeline import cost
 from depthlab.pipeline.grid import Job
 from depthlab.pipeline.reuse import Source, owner_shards
 
 to_file(snakemake.log[0])
+log_use_at_exit()  # benchmarks/requests.py reads the line
 w = snakemake.wildcards
 job = Job.from_json(w.study, w.arm, w.job, snakemake.params.cells)
 logging.info("measuring %d cells of %s/%s/%s", len(job.cells), job.study, job.arm, job.job)

@@ -8,10 +8,12 @@ from depthlab.core.io import job_provenance, write_parquet
 from depthlab.core.logs import to_file
 from depthlab.core.runtime import start_compute_job
 from depthlab.core.train import save_weights, train_job
+from depthlab.core.usage import log_use_at_exit
 from depthlab.pipeline.grid import Job
 from depthlab.pipeline.train_settings import TrainSettings
 
 to_file(snakemake.log[0])
+log_use_at_exit()  # benchmarks/requests.py reads the line
 start_compute_job(snakemake.threads)
 w = snakemake.wildcards
 job = Job.from_json(w.study, w.arm, w.job, snakemake.params.cells)

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import atexit
 import ctypes
 import ctypes.util
-import logging
-import os
 import sys
 
 import torch
@@ -39,30 +36,7 @@ def keep_freed_memory() -> bool:
     )
 
 
-def peak_mb() -> float:
-    """This process's peak resident memory in MB (VmHWM of /proc/self/status, which exec
-    resets, unlike getrusage's ru_maxrss, which a child inherits from its parent); NaN off
-    Linux."""
-    try:
-        with open("/proc/self/status") as status:
-            line = next(x for x in status if x.startswith("VmHWM:"))
-    except (OSError, StopIteration):
-        return float("nan")
-    return int(line.split()[1]) / 1024
-
-
-def log_use() -> None:
-    """Log the CPU seconds (user + system, all threads) and the peak memory the process used,
-    the line benchmarks/requests.py reads: Snakemake's `benchmark:` files sample both every
-    30 s after a job's first 15 s, so they miss the end of a job's CPU time and can miss its
-    peak."""
-    times = os.times()
-    logging.info("used cpu_s=%.2f peak_mb=%.1f", times.user + times.system, peak_mb())
-
-
 def start_compute_job(threads: int) -> None:
-    """Use `threads` intra-op threads (what the scheduler granted), keep freed memory, and log
-    what the job used when it exits (`log_use`)."""
+    """Use `threads` intra-op threads (what the scheduler granted) and keep freed memory."""
     torch.set_num_threads(threads)
     keep_freed_memory()
-    atexit.register(log_use)

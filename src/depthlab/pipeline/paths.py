@@ -31,5 +31,5 @@ def benchmark(rule: str) -> str:
 def job_log(rule: str) -> str:
     """The log of one job of `rule` (measure, train), a pattern over study, arm and job; a
     compute job's last line says the CPU seconds and peak memory it used
-    (depthlab.core.runtime.log_use)."""
+    (depthlab.core.usage.log_use)."""
     return f"logs/{rule}/{{study}}/{{arm}}/{{job}}.log"

@@ -1,7 +1,7 @@
 """What a job asks a cluster for (Snakemake's `runtime` in minutes and `mem_mb`): a prediction of
 what the job uses, times a margin. The predictions are fitted to what this project's jobs used
 with a core each (wall seconds from Snakemake's `benchmark:` files; peak RSS as the job logs it,
-depthlab.core.runtime.log_use) by `python -m benchmarks.requests`, which also checks each
+depthlab.core.usage.log_use) by `python -m benchmarks.requests`, which also checks each
 against every job it saw (docs/PERFORMANCE.md, "Requests against use"). No torch; not part of
 the measure code's hash (a request changes no number).
 
@@ -38,7 +38,7 @@ PROBE_S_PER_ELEMENT = 1.85e-7  # per element of one block's activations (seed x 
 DRAW_S_PER_NUMBER = 1.27e-8  # per random number drawn for the blocks' weights
 CALL_S = 1.08e-3  # per seed-batched block operation dispatched (forward, backward, recompute)
 TRAIN_FLOPS_PER_S = 44e9  # float32 training steps
-TRAIN_S_PER_LAYER_STEP = 0.0  # one block's operations in one step, all seeds batched
+TRAIN_S_PER_LAYER_STEP = 0.0  # per block and step; 0 on these jobs, whose FLOPs explain them
 BASE_MB = 342  # the interpreter with torch and pandas loaded
 PASS_SHARE = 0.50  # peak RSS growth per byte of cost.pass_bytes (it bounds a pass from above)
 STREAM_SHARE = 0.93  # the same for a streamed pass (cost.streamed), whose bytes model is closer
