@@ -41,6 +41,7 @@ from snakemake.utils import update_config  # noqa: E402
 
 from depthlab.pipeline import cost, paths, requests  # noqa: E402
 from depthlab.pipeline.catalogue import unshared  # noqa: E402
+from depthlab.pipeline.grid import Job  # noqa: E402
 from depthlab.pipeline.reuse import reuse  # noqa: E402
 from depthlab.pipeline.train_settings import training_arms  # noqa: E402
 from depthlab.pipeline.validate import check_config  # noqa: E402
@@ -56,12 +57,17 @@ def merged(files: list[Path]) -> dict:
     return config
 
 
+def config_jobs(config_files: list[Path]) -> tuple[list[Job], dict, dict]:
+    """The jobs of the merged config files, its training arms (depthlab.pipeline.
+    train_settings.training_arms) and the cells each job copies (depthlab.pipeline.reuse)."""
+    config = merged(config_files)
+    jobs = check_config(config, ROOT / "workflow/schemas/config.schema.yaml")
+    return jobs, training_arms(config, jobs), reuse(jobs, unshared(config))
+
+
 def jobs_used(run: Path, configs: list[str]) -> pd.DataFrame:
     """One row per job of the run with a benchmark file: its kind, predictors and use."""
-    config = merged([run / c for c in configs])
-    jobs = check_config(config, ROOT / "workflow/schemas/config.schema.yaml")
-    training = training_arms(config, jobs)
-    copies = reuse(jobs, unshared(config))
+    jobs, training, copies = config_jobs([run / c for c in configs])
     rows = []
     for job in jobs:
         kind = "train" if (job.study, job.arm) in training else "measure"
@@ -70,10 +76,9 @@ def jobs_used(run: Path, configs: list[str]) -> pd.DataFrame:
             continue
         used = pd.read_csv(bench, sep="\t").iloc[0]
         row = {"run": " + ".join(Path(c).stem.replace("config", "default") for c in configs),
-               "kind": kind,
-               "job": f"{job.study}/{job.arm}/{job.job}", "flops": 0.0, "elements": 0.0,
-               "drawn": 0.0, "calls": 0.0, "layer_steps": 0.0, "train_flops": 0.0,
-               "graph_mb": 0.0, "stream_mb": 0.0, "train_mb": 0.0}
+               "kind": kind, "job": f"{job.study}/{job.arm}/{job.job}", "flops": 0.0,
+               "elements": 0.0, "drawn": 0.0, "calls": 0.0, "layer_steps": 0.0,
+               "train_flops": 0.0, "graph_mb": 0.0, "stream_mb": 0.0, "train_mb": 0.0}
         if kind == "train":
             ts = training[(job.study, job.arm)]
             row["train_flops"] = sum(cost.training_flops(c.settings, ts) for c in job.cells)
@@ -82,11 +87,8 @@ def jobs_used(run: Path, configs: list[str]) -> pd.DataFrame:
             seconds, mb = requests.train_seconds(job, ts), requests.train_mb(job)
         else:
             copied = copies.get((job.study, job.arm, job.job), {})
-            cells = [c.settings for c in job.cells if c.label not in copied]
-            row["flops"] = sum(cost.cell_flops(s) for s in cells)
-            row["elements"] = requests.activation_elements(job, copied)
-            row["drawn"] = sum(requests.drawn_numbers(s) for s in cells)
-            row["calls"] = sum(requests.block_calls(s) for s in cells)
+            row.update(requests.measure_terms(job, copied))
+            cells = requests.measured(job, copied)
             if cells:  # the pass that sets the predicted peak, by kind
                 top = max(cells, key=lambda s: requests.pass_share(s) * cost.pass_bytes(s))
                 row["stream_mb" if cost.streamed(top) else "graph_mb"] = (
@@ -95,8 +97,7 @@ def jobs_used(run: Path, configs: list[str]) -> pd.DataFrame:
         logged = re.search(r"used cpu_s=([0-9.]+) peak_mb=([0-9.]+)",
                            (run / paths.job_log(kind).format(study=job.study, arm=job.arm,
                                                              job=job.job)).read_text())
-        rows.append({**row, "copied": kind == "measure" and len(copied) == len(job.cells),
-                     "predicted_s": seconds, "wall_s": float(used["s"]),
+        rows.append({**row, "predicted_s": seconds, "wall_s": float(used["s"]),
                      "used_s": float(logged[1]) if logged else float(used["s"]),
                      "predicted_mb": mb,
                      "used_mb": float(logged[2]) if logged else float(used["max_rss"]),

@@ -19,15 +19,10 @@ import argparse
 import heapq
 from pathlib import Path
 
-from benchmarks.requests import merged
-from depthlab.pipeline import cost, requests
-from depthlab.pipeline.catalogue import unshared
+from benchmarks.requests import config_jobs
+from depthlab.pipeline import requests
 from depthlab.pipeline.grid import Job
-from depthlab.pipeline.reuse import reuse
-from depthlab.pipeline.train_settings import training_arms
-from depthlab.pipeline.validate import check_config
 
-ROOT = Path(__file__).resolve().parents[1]
 # an H100/H200-class GPU's dense rates (NVIDIA's data sheet, SXM: FP64 tensor core 67 TFLOP/s,
 # FP32 67 TFLOP/s), at half of the peak, which batched products of these small shapes may not
 # reach either
@@ -36,26 +31,21 @@ GPU_FLOPS_PER_S = {"float64": 0.5 * 67e12, "float32": 0.5 * 67e12}
 
 def measure_jobs(config_files: list[Path]) -> list[tuple[Job, dict]]:
     """The config's measure jobs (not its training), each with the cells it copies."""
-    config = merged(config_files)
-    jobs = check_config(config, ROOT / "workflow/schemas/config.schema.yaml")
-    training = training_arms(config, jobs)
-    copies = reuse(jobs, unshared(config))
+    jobs, training, copies = config_jobs(config_files)
     return [(j, copies.get((j.study, j.arm, j.job), {})) for j in jobs
             if (j.study, j.arm) not in training]
 
 
 def drawing_seconds(job: Job, copied) -> float:
     """The model's seconds a measure job spends drawing its weights (on the CPU)."""
-    return sum(requests.drawn_numbers(c.settings) for c in job.cells
-               if c.label not in copied) * requests.DRAW_S_PER_NUMBER
+    return requests.measure_terms(job, copied)["drawn"] * requests.DRAW_S_PER_NUMBER
 
 
 def gpu_seconds(job: Job, copied, dtype: str) -> float:
     """The model's seconds of a measure job on a GPU in `dtype` (module docstring)."""
-    cells = [c.settings for c in job.cells if c.label not in copied]
-    return (requests.STARTUP_S + drawing_seconds(job, copied)
-            + sum(cost.cell_flops(s) for s in cells) / GPU_FLOPS_PER_S[dtype]
-            + sum(requests.block_calls(s) for s in cells) * requests.CALL_S)
+    terms = requests.measure_terms(job, copied)
+    return (requests.STARTUP_S + terms["drawn"] * requests.DRAW_S_PER_NUMBER
+            + terms["flops"] / GPU_FLOPS_PER_S[dtype] + terms["calls"] * requests.CALL_S)
 
 
 def makespan(seconds: list[float], workers: int) -> float:

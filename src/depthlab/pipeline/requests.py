@@ -1,7 +1,7 @@
 """What a job asks a cluster for (Snakemake's `runtime` in minutes and `mem_mb`): a prediction of
 what the job uses, times a margin. The predictions are fitted to what this project's jobs used
-with a core each (wall seconds from Snakemake's `benchmark:` files; peak RSS as the job logs it,
-depthlab.core.usage.log_use) by `python -m benchmarks.requests`, which also checks each
+(the CPU seconds and peak RSS each job logs, depthlab.core.usage.log_use; one thread a job, so
+its seconds on a core of its own) by `python -m benchmarks.requests`, which also checks each
 against every job it saw (docs/PERFORMANCE.md, "Requests against use"). No torch; not part of
 the measure code's hash (a request changes no number).
 
@@ -73,28 +73,31 @@ def block_calls(s: RunSettings) -> float:
     return passes * s.depth * (1 + (s.grad_of != "none") + cost.recomputes(s))
 
 
-def _measured(job: Job, copied: Collection[str]) -> list:
+def measured(job: Job, copied: Collection[str] = ()) -> list[RunSettings]:
     """The settings of the job's cells it measures, not those it copies (labels in `copied`,
     depthlab.pipeline.reuse)."""
     return [c.settings for c in job.cells if c.label not in copied]
 
 
-def activation_elements(job: Job, copied: Collection[str] = ()) -> float:
-    """Elements of the block activations every seed of every measured cell passes through the
-    probes: seeds x depth x batch x tokens x d_model, summed over the cells."""
-    return sum(s.seeds * s.depth * s.batch * s.tokens * s.d_model
-               for s in _measured(job, copied))
+def measure_terms(job: Job, copied: Collection[str] = ()) -> dict[str, float]:
+    """The predictors of a measure job's time, summed over the cells it measures: FLOPs
+    (cost.cell_flops), activation elements the probes touch (seeds x depth x batch x tokens x
+    d_model), random numbers drawn (`drawn_numbers`) and block calls (`block_calls`)."""
+    cells = measured(job, copied)
+    return {"flops": sum(cost.cell_flops(s) for s in cells),
+            "elements": sum(s.seeds * s.depth * s.batch * s.tokens * s.d_model for s in cells),
+            "drawn": sum(drawn_numbers(s) for s in cells),
+            "calls": sum(block_calls(s) for s in cells)}
 
 
 def measure_seconds(job: Job, copied: Collection[str] = ()) -> float:
     """Predicted seconds of a measure job on a core of its own (one thread), whose cells
     labelled in `copied` are copied from another job's shard (they cost nothing but reading
     it)."""
-    cells = _measured(job, copied)
-    return (STARTUP_S + sum(cost.cell_flops(s) for s in cells) / MEASURE_FLOPS_PER_S
-            + activation_elements(job, copied) * PROBE_S_PER_ELEMENT
-            + sum(drawn_numbers(s) for s in cells) * DRAW_S_PER_NUMBER
-            + sum(block_calls(s) for s in cells) * CALL_S)
+    terms = measure_terms(job, copied)
+    return (STARTUP_S + terms["flops"] / MEASURE_FLOPS_PER_S
+            + terms["elements"] * PROBE_S_PER_ELEMENT + terms["drawn"] * DRAW_S_PER_NUMBER
+            + terms["calls"] * CALL_S)
 
 
 def measure_mb(job: Job, copied: Collection[str] = ()) -> float:
@@ -102,7 +105,7 @@ def measure_mb(job: Job, copied: Collection[str] = ()) -> float:
     (cost.pass_bytes) times STREAM_SHARE for a streamed pass (cost.streamed), PASS_SHARE for a
     pass over every block's graph (its bytes bound that from above); cells in `copied` hold
     nothing."""
-    return BASE_MB + max((pass_share(s) * cost.pass_bytes(s) for s in _measured(job, copied)),
+    return BASE_MB + max((pass_share(s) * cost.pass_bytes(s) for s in measured(job, copied)),
                          default=0.0) / 1e6
 
 
