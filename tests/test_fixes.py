@@ -25,6 +25,8 @@ SCHEMA = ROOT / "workflow/schemas/config.schema.yaml"
 DEPTHS = (2, 4)
 SMALL = {"d_model": 8, "heads": 2, "tokens": 8, "seeds": 3, "grad_of": "params"}
 WEIGHTED = [p for p in ORDER if p != "rezero"]  # ReZero's weights get no gradient at init
+OWN_INIT = [p for p in ORDER if PLACEMENTS[p].init_gains is not None]  # their papers' init
+COMMON_INIT = [p for p in ORDER if p not in OWN_INIT]  # the placements the init axis covers
 
 
 def small_config() -> dict:
@@ -201,13 +203,19 @@ def test_configs_have_the_same_keys_and_every_placement():
         assert [a for a in f["arms"] if not a.startswith("width")] == [
             a for a in t["arms"] if not a.startswith("width")], study
         for spec in (*f["arms"].values(), *t["arms"].values()):
-            placements = expand_axes(spec["axes"])["placement"]
+            axes = expand_axes(spec["axes"])
+            placements = axes["placement"]
             weights = spec.get("settings", {}).get("grad_of") == "weights"
-            assert placements in (list(ORDER), ["pre"], *([WEIGHTED] if weights else [])), \
-                placements
+            if "init" in axes:  # every placement that takes the init setting
+                common = [p for p in COMMON_INIT if p in WEIGHTED or not weights]
+                assert placements == common, placements
+                continue
+            assert placements in (list(ORDER), ["pre"], OWN_INIT,
+                                  *([WEIGHTED] if weights else [])), placements
     for config in (full, tiny):
         jobs = check_config(config, SCHEMA)
-        assert len(jobs) <= 12  # packed: one job per arm, not one per cell
+        arms = sum(len(study["arms"]) for study in config["studies"].values())
+        assert len(jobs) == arms  # packed: one job per arm, not one per cell
     # the full study's settings are stack96's (config/config.yaml)
     stack96 = yaml.safe_load((ROOT / "config/config.yaml").read_text())["studies"]["stack96"]
     for key, value in stack96["settings"].items():

@@ -44,17 +44,19 @@ class Ref:
 
     def __init__(self, p: dict, seed: int, s: RunSettings):
         self.s = s
-        self.lin = {n: self._linear(p[f"w{n}"][seed], p[f"b{n}"][seed]) for n in "qkvo12"}
+        self.lin = {n: self._linear(p[f"w{n}"][seed], p[f"b{n}"][seed] if f"b{n}" in p else None)
+                    for n in "qkvo12"}
         self.ln = {name[:-2]: ln_module(p[name][seed], p[f"{name[:-2]}_b"][seed])
                    for name in p if name.startswith("ln") and name.endswith("_w")}
         self.alpha = p["alpha"][seed] if "alpha" in p else None
 
     @staticmethod
     def _linear(w, b) -> nn.Linear:
-        lin = nn.Linear(w.shape[1], w.shape[0], dtype=torch.float64)
+        lin = nn.Linear(w.shape[1], w.shape[0], bias=b is not None, dtype=torch.float64)
         with torch.no_grad():
             lin.weight.copy_(w)
-            lin.bias.copy_(b)
+            if b is not None:
+                lin.bias.copy_(b)
         return lin
 
     def attn(self, x):
@@ -87,10 +89,15 @@ def ln_module(w, b) -> nn.LayerNorm:
 def ref_block(name: str, x, r: Ref, layer: int, s: RunSettings, carry):
     """Block `layer` (1..L) of placement `name` on one seed's stream x (N, d): (x', carry')."""
     c, a = s.skip_scale, s.residual_scale
-    if name in ("post", "deepnorm"):
-        c = (2 * s.depth) ** 0.25 if name == "deepnorm" else c
+    if name == "mix_ln":  # Post-LN for the first floor(L / 4) blocks, then Pre-LN
+        name = "post" if layer <= s.depth // 4 else "pre"
+    if name in ("post", "deepnorm", "deepnorm_alpha", "deepnorm_beta"):
+        c = (2 * s.depth) ** 0.25 if name in ("deepnorm", "deepnorm_alpha") else c
         h = r.ln["ln1"](c * x + r.attn(x))
         return r.ln["ln2"](c * h + r.mlp(h)), carry
+    if name == "depth_mup":  # Pre-LN, each branch times 1/sqrt(L)
+        a = a / math.sqrt(s.depth)
+        name = "pre"
     if name == "pre":
         h = c * x + a * r.attn(r.ln["ln1"](x))
         return c * h + a * r.mlp(r.ln["ln2"](h)), carry
@@ -107,6 +114,9 @@ def ref_block(name: str, x, r: Ref, layer: int, s: RunSettings, carry):
     if name == "rezero":
         h = c * x + r.alpha * r.attn(x)
         return c * h + r.alpha * r.mlp(h), carry
+    if name == "t_fixup":
+        h = c * x + r.attn(x)
+        return c * h + r.mlp(h), carry
     assert name == "lns"
     h = c * x + a * r.attn(r.ln["ln1"](x) / math.sqrt(layer))
     return c * h + a * r.mlp(r.ln["ln2"](h) / math.sqrt(layer)), carry
@@ -129,8 +139,11 @@ def ref_forward(params, x, s: RunSettings, seed: int):
 
 
 def variants(name: str) -> list[dict]:
-    """The default, non-causal, and skip / branch scales where the placement takes them."""
-    p, out = PLACEMENTS[name], [{}, {"causal": False}]
+    """The default, non-causal, without biases, and skip / branch scales where the placement
+    takes them; Mix-LN at a depth with Post-LN blocks."""
+    p, out = PLACEMENTS[name], [{}, {"causal": False}, {"bias": False}]
+    if name == "mix_ln":
+        out = [{**o, "depth": 8} for o in out]
     extra = {}
     if p.residual and p.skip is None:
         extra["skip_scale"] = 0.9
@@ -170,6 +183,8 @@ def test_shapes_and_block_params(name):
     assert all(t.shape == (2, n, s.d_model) for t in trace.stream + trace.carry + trace.mid)
     norms = {f"{ln}_{k}" for ln in p.norms for k in "wb"}
     expect = {f"{k}{m}" for k in "wb" for m in "qkvo12"} | norms | set(p.gates)
+    unbiased, _ = build(dataclasses.replace(s, bias=False), [0, 1])
+    assert set(unbiased.blocks[0]) == expect - {f"b{m}" for m in "qkvo12"}
     for b in params.blocks:
         assert set(b) == expect
         assert all(b[g].shape == (2,) for g in p.gates)
@@ -362,3 +377,71 @@ def test_block_gradient_norm_is_over_the_blocks_params(name):
         for b in params.blocks
     ], 1)
     np.testing.assert_allclose(got, expect.flatten().numpy(), rtol=1e-10)
+
+
+def _weight_sd(params, name: str) -> float:
+    return float(torch.stack([b[name].detach().flatten(1).std(dim=1) for b in params.blocks])
+                 .mean())
+
+
+@pytest.mark.parametrize("init", ["normal", "gpt2", "xavier"])
+def test_common_inits_draw_their_std_over_the_paired_default_draw(init):
+    """normal: every weight sd 0.02; gpt2: W_o and W_2 at 0.02/sqrt(2L); xavier: gain 1; all
+    biases zero; drawn from the own-init generator, so the input and target are those of the
+    default init (paired)."""
+    s = small(placement="pre", d_model=64, depth=4, seeds=4, init=init)
+    params, draw = build(s, [0, 1, 2, 3])
+    d, f = s.d_model, s.ffn_mult * s.d_model
+    fans = {"wq": (d, d), "wk": (d, d), "wv": (d, d), "wo": (d, d), "w1": (d, f), "w2": (f, d)}
+    for name, (fan_in, fan_out) in fans.items():
+        expect = {"normal": 0.02, "xavier": math.sqrt(2 / (fan_in + fan_out)),
+                  "gpt2": 0.02 / math.sqrt(2 * s.depth) if name in ("wo", "w2") else 0.02}[init]
+        assert _weight_sd(params, name) == pytest.approx(expect, rel=0.02), name
+    assert all(not b[f"b{n}"].detach().any() for b in params.blocks for n in "qkvo12")
+    _, default = build(dataclasses.replace(s, init="torch_default"), [0, 1, 2, 3])
+    assert torch.equal(draw.x, default.x) and torch.equal(draw.target, default.target)
+
+
+def test_bias_off_keeps_the_weights_and_equals_zero_biases():
+    """bias false: the same weights, input and target as with biases, and the forward pass of
+    the biased stack with its biases zeroed; no bias gets a gradient."""
+    s = small(placement="post", bias=False)
+    params, draw = build(s, [0, 1])
+    biased, same = build(dataclasses.replace(s, bias=True), [0, 1])
+    assert torch.equal(draw.x, same.x) and torch.equal(draw.target, same.target)
+    with torch.no_grad():
+        for b, ref in zip(params.blocks, biased.blocks, strict=True):
+            assert all(torch.equal(b[k], ref[k]) for k in b)
+            for n in "qkvo12":
+                ref[f"b{n}"].zero_()
+        y, _ = forward(params, draw.x, s)
+        ref_y, _ = forward(biased, draw.x, s)
+    torch.testing.assert_close(y, ref_y, rtol=0, atol=0)
+
+
+def test_deepnorm_ablations_split_its_two_changes():
+    """alpha only: DeepNorm's skip with the init setting (the default's weights); beta only:
+    skip 1 with DeepNorm's own init (its weights)."""
+    s = small(placement="deepnorm", depth=4)
+    alpha = dataclasses.replace(s, placement="deepnorm_alpha")
+    beta = dataclasses.replace(s, placement="deepnorm_beta")
+    assert alpha.skip == s.skip == (2 * s.depth) ** 0.25 and beta.skip == 1.0
+    own, _ = build(s, [0])
+    default, _ = build(dataclasses.replace(s, placement="post"), [0])
+    for ablation, weights in ((alpha, default), (beta, own)):
+        params, _ = build(ablation, [0])
+        assert all(torch.equal(b[k], w[k]) for b, w in zip(params.blocks, weights.blocks,
+                                                           strict=True) for k in b)
+
+
+def test_t_fixup_scales_its_xavier_init():
+    s = small(placement="t_fixup", d_model=64, depth=4, seeds=4)
+    params, _ = build(s, [0, 1, 2, 3])
+    d, f = s.d_model, s.ffn_mult * s.d_model
+    scale = 0.67 * s.depth ** -0.25
+    for name, (fan_in, fan_out), gain in (("wq", (d, d), 1.0), ("wv", (d, d), scale),
+                                          ("w1", (d, f), scale), ("w2", (f, d), scale)):
+        expect = gain * math.sqrt(2 / (fan_in + fan_out))
+        assert _weight_sd(params, name) == pytest.approx(expect, rel=0.02), name
+    with pytest.raises(ConfigError, match="init"):
+        small(placement="t_fixup", init="normal")

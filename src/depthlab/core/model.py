@@ -41,7 +41,7 @@ class StreamedBlocks:
 
     def __init__(self, s: RunSettings, kw: dict, states: list[list[tuple[Tensor, Tensor]]]):
         self.s, self.kw, self.states = s, kw, states
-        self.shapes = _block_shapes(s)
+        self.shapes, self.drawn = _block_shapes(s), _block_shapes(s, drawn=True)
 
     def __len__(self) -> int:
         return self.s.depth
@@ -55,7 +55,7 @@ class StreamedBlocks:
         block = {k: _stacked(len(seeds), shape, self.kw) for k, shape in self.shapes.items()}
 
         def fill(i: int) -> None:
-            scratch = _scratch(s, self.shapes, self.kw)
+            scratch = _scratch(s, self.drawn, self.kw)
             _draw_block(s, scratch, *(_generator(state) for state in seeds[i]))
             for k, v in block.items():
                 v[i].copy_(scratch[k])
@@ -118,16 +118,20 @@ class Trace:
     block_grad_sq: Tensor | None = None  # (S, L) squared gradient norm per block (probes.backward)
 
 
-def _block_shapes(s: RunSettings) -> dict[str, tuple[int, ...]]:
+def _block_shapes(s: RunSettings, drawn: bool = False) -> dict[str, tuple[int, ...]]:
     """Shape of each block parameter of one seed, in PyTorch's module construction order, then
-    the placement's norms and gates (a gate is one scalar)."""
+    the placement's norms and gates (a gate is one scalar). Without biases (setting `bias`
+    false) the linear maps' biases are no parameters, but they are still `drawn`, so that the
+    weights are those of the cell with biases."""
     placement = PLACEMENTS[s.placement]
     d, f = s.d_model, s.ffn_mult * s.d_model
     shapes: dict[str, tuple[int, ...]] = {}
     for name, (n_out, n_in) in {
         "q": (d, d), "k": (d, d), "v": (d, d), "o": (d, d), "1": (f, d), "2": (d, f)
     }.items():
-        shapes[f"w{name}"], shapes[f"b{name}"] = (n_out, n_in), (n_out,)
+        shapes[f"w{name}"] = (n_out, n_in)
+        if s.bias or drawn:
+            shapes[f"b{name}"] = (n_out,)
     for ln in placement.norms:
         shapes[f"{ln}_w"], shapes[f"{ln}_b"] = (d,), (d,)
     for gate in placement.gates:
@@ -157,12 +161,32 @@ def _redraw(w: dict[str, Tensor], gains: dict[str, float], g: torch.Generator) -
         w[f"b{name}"].zero_()
 
 
+def _common_init(s: RunSettings, w: dict[str, Tensor], g: torch.Generator) -> None:
+    """The init settings drawn over PyTorch's default: `normal`, every weight N(0, 0.02^2)
+    (GPT-2's and BERT's); `gpt2`, the same with W_o and W_2 (the maps into the residual) at std
+    0.02/sqrt(2L) (Radford et al. 2019, "Language Models are Unsupervised Multitask Learners",
+    sec. 2.3, 1/sqrt(N) for N = 2L residual layers, as nanoGPT's c_proj init); `xavier`,
+    xavier_normal_ with gain 1 (DeepNorm's family with beta = 1). All biases zero."""
+    if s.init == "xavier":
+        _redraw(w, dict.fromkeys(BLOCK_WEIGHTS, 1.0), g)
+        return
+    out_std = 0.02 / math.sqrt(2 * s.depth) if s.init == "gpt2" else 0.02
+    for name in BLOCK_WEIGHTS:
+        w[name].normal_(0.0, out_std if name in ("wo", "w2") else 0.02, generator=g)
+    for name in ("q", "k", "v", "o", "1", "2"):
+        w[f"b{name}"].zero_()
+
+
+REDRAWN_INITS = ("normal", "gpt2", "xavier")  # drawn by _common_init from the own generator
+
+
 def _draw_block(s: RunSettings, w: dict[str, Tensor], g: torch.Generator,
                 own: torch.Generator) -> None:
-    """Fill one seed's block parameters `w` (contiguous, one seed's shapes) in place from `g`,
-    drawing exactly what building PyTorch's modules would draw, in their order; then a
-    placement's own init re-draws (DeepNorm) from `own`, so that `g` draws the same for every
-    placement; then out_scale, then norms 1/0 and gates 0."""
+    """Fill one seed's block parameters `w` (contiguous, one seed's drawn shapes) in place from
+    `g`, drawing exactly what building PyTorch's modules would draw, in their order; then an
+    init of REDRAWN_INITS or a placement's own init (DeepNorm's) re-draws from `own`, so that
+    `g` draws the same for every placement and init (the input and target that follow are the
+    same); then out_scale, then norms 1/0 and gates 0."""
     placement = PLACEMENTS[s.placement]
     if s.init == "fan_in":
         # weights ~ N(0, 1/fan_in), biases zero: each linear map preserves variance
@@ -184,6 +208,8 @@ def _draw_block(s: RunSettings, w: dict[str, Tensor], g: torch.Generator,
             linears = ("q", "k", "v", "o", "1", "2")
         for name in linears:
             _linear_init(w[f"w{name}"], w[f"b{name}"], g)
+    if s.init in REDRAWN_INITS:
+        _common_init(s, w, own)
     if placement.init_gains is not None:
         _redraw(w, placement.init_gains(s.depth), own)
     if s.out_scale != 1.0:
@@ -219,10 +245,10 @@ def build(s: RunSettings, seeds: list[int], streamed: bool = False
           ) -> tuple[StackParams, Draw]:
     """Weights, input and target for each seed, from the seed's own generator
     (`torch.Generator().manual_seed(seed)`, the stream `torch.manual_seed(seed)` starts): the
-    blocks as PyTorch's modules draw them, the loss head, then x, then the target. A
-    placement's own init (DeepNorm's) re-draws its weights from a second generator,
-    `manual_seed(seed + OWN_INIT_STREAM)`, so every placement draws the same input, target
-    and (where its init is the default) weights for a seed: rows are paired.
+    blocks as PyTorch's modules draw them, the loss head, then x, then the target. An init of
+    REDRAWN_INITS or a placement's own init (DeepNorm's) re-draws the weights from a second
+    generator, `manual_seed(seed + OWN_INIT_STREAM)`, so every placement and init draws the
+    same input and target, and the same weights where the init is the same: rows are paired.
 
     Each parameter is allocated once with its seed axis; the seeds are filled in parallel, on
     as many threads as torch's intra-op thread count (each writes its own slices, so the numbers
@@ -253,7 +279,7 @@ def build(s: RunSettings, seeds: list[int], streamed: bool = False
     states = [[None] * S for _ in range(s.depth)] if streamed else []
 
     def draw_seed(i: int) -> None:
-        g, scratch = rng[i], _scratch(s, shapes, kw)
+        g, scratch = rng[i], _scratch(s, _block_shapes(s, drawn=True), kw)
         for layer in range(s.depth):
             if streamed:
                 states[layer][i] = (g.get_state(), own[i].get_state())
@@ -282,8 +308,11 @@ def build(s: RunSettings, seeds: list[int], streamed: bool = False
     return params, Draw(x.to(s.device), target.to(s.device), rng)
 
 
-def linear(x: Tensor, w: Tensor, b: Tensor) -> Tensor:
-    """Seed-batched x @ w.T + b: x (S, N, in), w (S, out, in), b (S, out) -> (S, N, out)."""
+def linear(x: Tensor, w: Tensor, b: Tensor | None) -> Tensor:
+    """Seed-batched x @ w.T + b: x (S, N, in), w (S, out, in), b (S, out) or None (no bias)
+    -> (S, N, out)."""
+    if b is None:
+        return torch.bmm(x, w.transpose(1, 2))
     return torch.baddbmm(b.unsqueeze(1), x, w.transpose(1, 2))
 
 
@@ -293,28 +322,28 @@ def layer_norm(x: Tensor, w: Tensor, b: Tensor, eps: float = 1e-5) -> Tensor:
 
 
 def attention(x: Tensor, p: dict[str, Tensor], s: RunSettings) -> Tensor:
-    """Multi-head self-attention of x (S, N, d), N = batch * tokens, with bias on all maps."""
+    """Multi-head self-attention of x (S, N, d), N = batch * tokens (biases where present)."""
     S, N, d = x.shape
     h, dh = s.heads, d // s.heads
 
     def heads(t: Tensor) -> Tensor:
         return t.view(S * s.batch, s.tokens, h, dh).transpose(1, 2)
 
-    q, k, v = (heads(linear(x, p[f"w{n}"], p[f"b{n}"])) for n in "qkv")
+    q, k, v = (heads(linear(x, p[f"w{n}"], p.get(f"b{n}"))) for n in "qkv")
     o = F.scaled_dot_product_attention(q, k, v, is_causal=s.causal)
     o = o.transpose(1, 2).reshape(S, N, d)
-    return linear(o, p["wo"], p["bo"])
+    return linear(o, p["wo"], p.get("bo"))
 
 
 def mlp_hidden(x: Tensor, p: dict[str, Tensor], s: RunSettings) -> Tensor:
     """The feed-forward branch's hidden activation act(W1 x + b1), (S, N, ffn width)."""
     act = F.relu_ if s.activation == "relu" else F.gelu  # in place: baddbmm's grad needs no output
-    return act(linear(x, p["w1"], p["b1"]))
+    return act(linear(x, p["w1"], p.get("b1")))
 
 
 def mlp(x: Tensor, p: dict[str, Tensor], s: RunSettings) -> Tensor:
     """The feed-forward branch W2 act(W1 x + b1) + b2."""
-    return linear(mlp_hidden(x, p, s), p["w2"], p["b2"])
+    return linear(mlp_hidden(x, p, s), p["w2"], p.get("b2"))
 
 
 def _join(x: Tensor, skip: float, branch: Tensor, scale: float) -> Tensor:
@@ -349,7 +378,7 @@ class BlockOps:
         self.trace.mlp_in_sd.append(x.detach().std(dim=(1, 2)))
         hidden = mlp_hidden(x, self.p, self.s)
         self.trace.ffn_active.append((hidden.detach() > 0).mean(dim=(1, 2), dtype=x.dtype))
-        m = linear(hidden, self.p["w2"], self.p["b2"])
+        m = linear(hidden, self.p["w2"], self.p.get("b2"))
         self.trace.mlp.append(m)
         return m
 
@@ -366,6 +395,10 @@ class BlockOps:
         scaled = PLACEMENTS[self.s.placement].branch_scales
         scale = self.scale[0 if which == "attn" else 1] if scaled else 1.0
         return _join(x, self.s.skip, branch, scale)
+
+    @property
+    def depth(self) -> int:
+        return self.s.depth
 
     def between(self, h: Tensor) -> Tensor:
         self.trace.mid.append(h)

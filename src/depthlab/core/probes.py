@@ -117,12 +117,14 @@ def backward(loss: Tensor, params: StackParams, trace: Trace, s: RunSettings) ->
 
 
 def stream_stats(params: StackParams, trace: Trace, s: RunSettings) -> list[Probe]:
-    """Residual-stream sd and variance after every block (layer 0 = the input), before any final
-    norm; where the stream telescopes (Pre-LN), the variance increments delta_attn(l) =
-    Var(h_l) - c^2 Var(x_{l-1}) and delta_mlp(l) = Var(x_l) - c^2 Var(h_l), the variance a
-    branch adds on top of its skip path (c = s.skip, 1 by default, when they telescope to
-    V_L - V_0); the variance of each raw branch output; and where a placement carries a second
-    stream (ResiDual's x_d), its variance after every block (carry_var, layer 0 = the input)."""
+    """Residual-stream sd, variance and largest |coordinate| (stream_max_abs: the activation
+    growth Peri-LN's and CogView's papers track) after every block (layer 0 = the input), before
+    any final norm, in input-sd units; where the stream telescopes (Pre-LN), the variance
+    increments delta_attn(l) = Var(h_l) - c^2 Var(x_{l-1}) and delta_mlp(l) = Var(x_l) -
+    c^2 Var(h_l), the variance a branch adds on top of its skip path (c = s.skip, 1 by default,
+    when they telescope to V_L - V_0); the variance of each raw branch output; and where a
+    placement carries a second stream (ResiDual's x_d), its variance after every block
+    (carry_var, layer 0 = the input)."""
     placement = PLACEMENTS[s.placement]
     layers = list(range(s.depth + 1))
     blocks = list(range(1, s.depth + 1))
@@ -130,6 +132,8 @@ def stream_stats(params: StackParams, trace: Trace, s: RunSettings) -> list[Prob
     probes = [
         Probe("stream_sd", "block", layers, v_stream.sqrt()),  # x.std() to 1 ulp
         Probe("stream_var", "block", layers, v_stream),
+        Probe("stream_max_abs", "block", layers,
+              torch.stack([t.abs().amax(dim=(1, 2)) for t in trace.stream], 1)),
         Probe("branch_var", "attn", blocks, _per_seed(_var, trace.attn)),
         Probe("branch_var", "mlp", blocks, _per_seed(_var, trace.mlp)),
         Probe("head_input_sd", "head", [s.depth], _sd(trace.head_input).unsqueeze(1)),

@@ -14,6 +14,7 @@ the same entries as the model does.
     op.between(h)             marks h as the stream between the two sublayers (trace.mid)
     op.accumulate(branch)     adds branch to the second stream (placements with `carry`)
     op.layer                  the block's index l = 1..L
+    op.depth                  the number of blocks L
 
 To add a placement: write its block function here, add an entry to PLACEMENTS, and test it
 (docs/ARCHITECTURE.md, "Add a placement").
@@ -125,6 +126,52 @@ def lns(x, op):
     return op.add(h, op.mlp(op.norm("ln2", h) * c), "mlp")
 
 
+def deepnorm_alpha(x, op):
+    """DeepNorm's skip weight alone (the ablation of Wang et al. 2022's two changes): Post-LN
+    with h = LN1(a x + Attn(x)), a = (2N)^(1/4) as DeepNorm, drawn with the init setting
+    (no beta)."""
+    return post_ln(x, op)
+
+
+def deepnorm_beta(x, op):
+    """DeepNorm's init alone: Post-LN (skip weight 1) with DeepNorm's xavier_normal_ init,
+    gain b = (8N)^(-1/4) on W_V, W_O, W_1, W_2 and 1 on W_Q, W_K, zero biases."""
+    return post_ln(x, op)
+
+
+def depth_mup(x, op):
+    """Depth-muP's branch scaling (Yang et al. 2024, "Tensor Programs VI: Feature Learning in
+    Infinite-Depth Neural Networks", and Bordelon et al. 2024, "Depthwise Hyperparameter
+    Transfer in Residual Networks"): Pre-LN with each branch output multiplied by 1/sqrt(L)
+    before it joins the stream: h = x + Attn(LN1(x))/sqrt(L); x' = h + FFN(LN2(h))/sqrt(L)."""
+    c = 1 / math.sqrt(op.depth)
+    h = op.between(op.add(x, op.attn(op.norm("ln1", x)) * c, "attn"))
+    return op.add(h, op.mlp(op.norm("ln2", h)) * c, "mlp")
+
+
+MIX_LN_POST_SHARE = 0.25  # Mix-LN's alpha: the share of blocks, from the first, that are Post-LN
+
+
+def mix_ln(x, op):
+    """Mix-LN (Li et al. 2024, "Mix-LN: Unleashing the Power of Deeper Layers by Combining
+    Pre-LN and Post-LN", arXiv 2412.13795): blocks l <= floor(alpha L) are Post-LN, the rest
+    Pre-LN, alpha = 0.25 (the paper's choice), and a final LN. How the official code rounds
+    alpha L could not be confirmed; floor here (at least one Post-LN block from L = 4)."""
+    if op.layer <= math.floor(MIX_LN_POST_SHARE * op.depth):
+        return post_ln(x, op)
+    return pre_ln(x, op)
+
+
+def t_fixup(x, op):
+    """T-Fixup (Huang et al. 2020, "Improving Transformer Optimization Through Better
+    Initialization", ICML, its encoder rule): no LayerNorm, x' = x + F(x) per sublayer, every
+    weight xavier-initialised and W_V, W_O, W_1, W_2 scaled by 0.67 N^(-1/4) (the registry
+    entry's `init_gains`), zero biases. Xavier normal here (the same variance as the paper's
+    xavier uniform); the input embedding rule does not apply (the input is N(0, 1))."""
+    h = op.between(op.add(x, op.attn(x), "attn"))
+    return op.add(h, op.mlp(h), "mlp")
+
+
 @dataclass(frozen=True)
 class Placement:
     """One placement and what the rest of the pipeline needs to know about it."""
@@ -155,8 +202,10 @@ class Placement:
 
 # seaborn's "colorblind" palette (Okabe-Ito based), as hex so that this module needs no seaborn;
 # a placement takes one colour each, the rest are free for variants (e.g. calibrated Pre-LN)
+# and six darker hues for the variants beyond its ten
 PALETTE = ("#0173b2", "#de8f05", "#029e73", "#d55e00", "#cc78bc", "#ca9161", "#fbafe4",
-           "#949494", "#ece133", "#56b4e9")
+           "#949494", "#ece133", "#56b4e9", "#7f2704", "#023858", "#00441b", "#54278f",
+           "#252525", "#b2182b")
 # the families of faceted figures: where the LayerNorm sits relative to the skip path
 POST = "LN after the residual join"
 PRE = "LN inside the branch"
@@ -167,6 +216,15 @@ FAMILIES = (POST, PRE, OTHER)
 def _deepnorm_gains(n: int) -> dict[str, float]:
     beta = (8 * n) ** -0.25
     return {"wq": 1.0, "wk": 1.0, "wv": beta, "wo": beta, "w1": beta, "w2": beta}
+
+
+def _deepnorm_skip(n: int) -> float:
+    return (2 * n) ** 0.25
+
+
+def _t_fixup_gains(n: int) -> dict[str, float]:
+    scale = 0.67 * n ** -0.25
+    return {"wq": 1.0, "wk": 1.0, "wv": scale, "wo": scale, "w1": scale, "w2": scale}
 
 
 PLACEMENTS: dict[str, Placement] = {p.name: p for p in (
@@ -180,7 +238,7 @@ PLACEMENTS: dict[str, Placement] = {p.name: p for p in (
     # follows each join (no telescoping), no final LN (torchscale builds none under deepnorm)
     Placement("deepnorm", "DeepNorm", PALETTE[3], "^", POST, deepnorm, residual=True,
               branch_scales=False, telescopes=False, final_norm=False,
-              skip=lambda n: (2 * n) ** 0.25, init_gains=_deepnorm_gains),
+              skip=_deepnorm_skip, init_gains=_deepnorm_gains),
     # the stream x_a is Post-LN's (branches unscaled, an LN after each join); the final LN
     # normalises the carried sum x_d before it joins x_a
     Placement("resi_dual", "ResiDual", PALETTE[4], "D", POST, resi_dual, residual=True,
@@ -200,6 +258,23 @@ PLACEMENTS: dict[str, Placement] = {p.name: p for p in (
     # Pre-LN's flags (the 1/sqrt(l) sits inside the branch, before Attn / FFN)
     Placement("lns", "LN-Scaling", PALETTE[8], "<", PRE, lns, residual=True, branch_scales=True,
               telescopes=True, final_norm=True),
+    # DeepNorm's two changes apart (Post-LN's flags): its skip weight, its init
+    Placement("deepnorm_alpha", "DeepNorm α only", PALETTE[10], "p", POST, deepnorm_alpha,
+              residual=True, branch_scales=False, telescopes=False, final_norm=False,
+              skip=_deepnorm_skip),
+    Placement("deepnorm_beta", "DeepNorm β only", PALETTE[11], "h", POST, deepnorm_beta,
+              residual=True, branch_scales=False, telescopes=False, final_norm=False,
+              init_gains=_deepnorm_gains),
+    # Pre-LN's flags (the 1/sqrt(L) multiplies the branch output, as residual_scale does)
+    Placement("depth_mup", "depth-μP", PALETTE[12], "d", PRE, depth_mup, residual=True,
+              branch_scales=True, telescopes=True, final_norm=True),
+    # Post-LN blocks below, Pre-LN above: the stream does not telescope through the Post-LN part
+    Placement("mix_ln", "Mix-LN", PALETTE[13], "8", PRE, mix_ln, residual=True,
+              branch_scales=False, telescopes=False, final_norm=True),
+    # ReZero's flags without gates: x_l = x_{l-1} + both branches, no LN anywhere
+    Placement("t_fixup", "T-Fixup", PALETTE[14], "H", OTHER, t_fixup, residual=True,
+              branch_scales=False, telescopes=True, final_norm=False, norms=(),
+              init_gains=_t_fixup_gains),
 )}
 ORDER = tuple(PLACEMENTS)  # the plotting and table order
 LABELS = {name: p.label for name, p in PLACEMENTS.items()}

@@ -10,7 +10,7 @@ from depthlab.pipeline.placements import PLACEMENTS, Placement
 
 ACTIVATIONS = ("relu", "gelu")
 ATTENTIONS = ("linear", "torch_mha")
-INITS = ("torch_default", "fan_in")
+INITS = ("torch_default", "fan_in", "normal", "gpt2", "xavier")
 DTYPES = ("float64", "float32")
 DEVICES = ("cpu", "cuda")
 LOSSES = ("mse", "cross_entropy")
@@ -68,6 +68,7 @@ class RunSettings:
     attention: str = "linear"
     causal: bool = True
     init: str = "torch_default"
+    bias: bool = True
     out_scale: float = 1.0
     residual_scale: float = 1.0
     skip_scale: float = 1.0
@@ -131,10 +132,9 @@ class RunSettings:
                 f"{self.placement!r} (its branches are not scaled)"
             )
         self._check_placement_owns(placement, where)
-        if not isinstance(self.causal, bool):
-            raise ConfigError(f"{where}: causal={self.causal!r} must be true or false")
-        if not isinstance(self.block_corr, bool):
-            raise ConfigError(f"{where}: block_corr={self.block_corr!r} must be true or false")
+        for key in ("causal", "block_corr", "bias"):
+            if not isinstance(getattr(self, key), bool):
+                raise ConfigError(f"{where}: {key}={getattr(self, key)!r} must be true or false")
         if self.d_model % self.heads:
             raise ConfigError(
                 f"{where}: heads={self.heads} does not divide d_model={self.d_model}"

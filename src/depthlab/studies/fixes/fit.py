@@ -26,9 +26,11 @@ CALIBRATED = "pre_calibrated"  # Pre-LN with branch scales from a calibration st
 FIX_ORDER = (*ORDER, CALIBRATED)  # the table and plotting order: the registry's, then it
 FIX_LABELS = {**LABELS, CALIBRATED: f"{LABELS['pre']} + calibrated scales"}
 
-KEYS = ["arm", "label", "fix", "placement", "depth", "d_model", "heads"]
+KEYS = ["arm", "label", "fix", "placement", "depth", "d_model", "heads", "init", "bias",
+        "grad_of"]
 SEED_KEYS = ["arm", "label", "seed"]
-ACROSS_KEYS = ["arm", "fix", "placement", "d_model", "heads"]  # a curve over depth
+ACROSS_KEYS = ["arm", "fix", "placement", "d_model", "heads", "init", "bias",
+               "grad_of"]  # a curve over depth
 
 # per block: (metric, sublayer) of the probes -> quantity
 LAYER_QUANTITIES = {

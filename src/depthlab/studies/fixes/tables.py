@@ -6,6 +6,7 @@ import pandas as pd
 
 from depthlab.analysis.select import pick
 from depthlab.analysis.tables import median_range
+from depthlab.pipeline.placements import PLACEMENTS
 from depthlab.studies.fixes.fit import FIX_LABELS, FIX_ORDER
 
 # (quantity, column): the probes of the notes, one number per seed each (fit.QUANTITIES)
@@ -106,6 +107,46 @@ def grad_readings(fits: pd.DataFrame) -> pd.DataFrame:
                 row[label] = median_range(cell.iloc[0]) if len(cell) else (
                     "0/0 by construction" if zero else "—")
             rows.append(row)
+    return pd.DataFrame(rows)
+
+
+# the init axis: (quantity, gradient reading, column); the readings' cells are those of the
+# init arms with that grad_of (MSE)
+INIT_PROBES = (
+    ("grad_ratio", "params", "grad ratio, all parameters"),
+    ("grad_ratio", "weights", "grad ratio, weight matrices"),
+    ("stream_growth", "params", "stream growth rms(x_L)/rms(x_0)"),
+    ("omega_slope", "params", "ω decay rate (log-log slope)"),
+    ("token_corr_last", "params", "token corr after block L"),
+    ("head_token_corr", "params", "token corr of the head input"),
+)
+INIT_NAMES = {"torch_default": "PyTorch default", "normal": "N(0, 0.02²)",
+              "gpt2": "GPT-2 (W_o, W_2 / √(2L))", "xavier": "xavier"}
+
+
+def _init_name(fix: str, init: str) -> str:
+    """The init a cell's weights come from: its placement's own (its paper's) where it has one
+    (it then runs with the setting torch_default), else the init setting's."""
+    return "its paper's" if PLACEMENTS[fix].init_gains is not None else INIT_NAMES[init]
+
+
+def init_axis(fits: pd.DataFrame) -> pd.DataFrame:
+    """Every placement under each init and with or without biases, at each depth of the init
+    arms: the init-time probes of INIT_PROBES, median across seeds [seed range]; '—' where a
+    reading does not apply (ReZero's weight matrices: 0/0 at init)."""
+    rows = []
+    for depth in sorted(fits["depth"].dropna().unique()):
+        for fix in FIX_ORDER:
+            mine = fits[(fits["fix"] == fix) & (fits["depth"] == depth)]
+            for init in [i for i in INIT_NAMES if i in set(mine["init"])]:
+                for bias in sorted(set(mine.loc[mine["init"] == init, "bias"]), reverse=True):
+                    row = {"placement": FIX_LABELS[fix], "L": int(depth),
+                           "init": _init_name(fix, init), "biases": "on" if bias else "off"}
+                    for quantity, grad_of, column in INIT_PROBES:
+                        cell = pick(mine, quantity=quantity, init=init, bias=bias,
+                                    grad_of=grad_of)
+                        row[column] = median_range(cell.iloc[0]) if len(cell) == 1 else "—"
+                    rows.append(row)
     return pd.DataFrame(rows)
 
 

@@ -6,6 +6,7 @@ from depthlab.pipeline.targets import Target, declare
 DEPTH_ARMS = ("depth", "calibrated")  # every placement across depths; calibrated Pre-LN
 WIDTH_ARMS = ("depth", "width_*")  # the depth arm gives the study's own width
 READING_ARMS = ("depth", "grad_*")  # the gradient ratio under each reading of block and loss
+INIT_ARMS = ("init", "init_weights", "own_init")  # the init axis x the bias axis
 READINGS = ("Readings: the block's gradient over all its parameters (weights, biases, its "
             "LayerNorms, its gates) or over its six weight matrices only; MSE to N(0, 1) "
             "targets or cross-entropy of a linear head against uniform random classes. With "
@@ -75,6 +76,23 @@ TARGETS = declare(
         "L = 24 and 96 under four readings: the block's gradient over all its parameters or "
         "its weight matrices only, under MSE or cross-entropy; median across seeds with the "
         f"seed range. {READINGS} {SETUP}",
+    ),
+    Target(
+        "table_fixes_init",
+        "fixes: every placement under each init, with and without biases (L = 24, 96)",
+        draw="tables:init_axis", reads=INIT_ARMS,
+        title="Every placement under each init and with or without biases, at initialisation",
+        note=f"{CELLS} Inits: PyTorch's default (U(±1/√fan_in), biases too); N(0, 0.02²); "
+        "GPT-2's (N(0, 0.02²), W_o and W_2 at 0.02/√(2L)); xavier (normal, gain 1); all but "
+        "the default zero the biases, drawn from a second generator per seed so that every "
+        "init sees the same input and target. Biases off: the same draws, then no bias in "
+        "the forward pass or the gradient. DeepNorm, DeepNorm β only and T-Fixup draw their "
+        f"papers' own init. MSE loss. {READINGS} {DEFINITIONS}",
+        caption="The init-time probes of every placement under four inits and with or "
+        "without biases at L = 24 and 96: the first/last gradient ratio under both readings "
+        "of a block's gradient, stream growth, ω's decay rate and the token cosine after the "
+        "last block and of the head's input; dimensionless; median across seeds with the "
+        f"seed range. {SETUP}",
     ),
     Target(
         "fig_fixes_grad_readings",
