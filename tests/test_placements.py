@@ -46,7 +46,7 @@ class Ref:
         self.s = s
         self.lin = {n: self._linear(p[f"w{n}"][seed], p[f"b{n}"][seed] if f"b{n}" in p else None)
                     for n in "qkvo12"}
-        self.ln = {name[:-2]: ln_module(p[name][seed], p[f"{name[:-2]}_b"][seed])
+        self.ln = {name[:-2]: norm_module(p, name[:-2], seed)
                    for name in p if name.startswith("ln") and name.endswith("_w")}
         self.alpha = p["alpha"][seed] if "alpha" in p else None
 
@@ -78,6 +78,16 @@ class Ref:
         return self.lin["2"](torch.relu(self.lin["1"](x)))
 
 
+def norm_module(p: dict, name: str, seed: int):
+    """One seed's norm `name` of parameters p: DyT, gamma * tanh(alpha x) + beta, where p holds
+    an alpha (Zhu et al. 2025), else an nn.LayerNorm."""
+    w, b = p[f"{name}_w"][seed], p[f"{name}_b"][seed]
+    if f"{name}_a" in p:
+        alpha = p[f"{name}_a"][seed]
+        return lambda x: w * torch.tanh(alpha * x) + b
+    return ln_module(w, b)
+
+
 def ln_module(w, b) -> nn.LayerNorm:
     norm = nn.LayerNorm(w.shape[0], dtype=torch.float64)
     with torch.no_grad():
@@ -95,6 +105,8 @@ def ref_block(name: str, x, r: Ref, layer: int, s: RunSettings, carry):
         c = (2 * s.depth) ** 0.25 if name in ("deepnorm", "deepnorm_alpha") else c
         h = r.ln["ln1"](c * x + r.attn(x))
         return r.ln["ln2"](c * h + r.mlp(h)), carry
+    if name == "dyt":  # Pre-LN's block; its norms are DyT (Ref.ln)
+        name = "pre"
     if name == "depth_mup":  # Pre-LN, each branch times 1/sqrt(L)
         a = a / math.sqrt(s.depth)
         name = "pre"
@@ -132,7 +144,7 @@ def ref_forward(params, x, s: RunSettings, seed: int):
     for layer, p in enumerate(params.blocks, 1):
         h, carry = ref_block(s.placement, h, Ref(p, seed, s), layer, s, carry)
         streams.append(h)
-    norm = ln_module(final["ln_w"][seed], final["ln_b"][seed])
+    norm = norm_module(final, "ln", seed)
     if s.placement == "resi_dual":
         return streams, h + norm(carry)
     return streams, norm(h) if s.uses_final_norm else h
@@ -181,14 +193,15 @@ def test_shapes_and_block_params(name):
     assert len(trace.mid) == len(trace.attn) == len(trace.mlp) == s.depth
     assert len(trace.carry) == (s.depth + 1 if p.carry else 0)
     assert all(t.shape == (2, n, s.d_model) for t in trace.stream + trace.carry + trace.mid)
-    norms = {f"{ln}_{k}" for ln in p.norms for k in "wb"}
+    norms = {f"{ln}_{k}" for ln in p.norms for k in ("wb" if p.dyt_alpha0 is None else "wba")}
     expect = {f"{k}{m}" for k in "wb" for m in "qkvo12"} | norms | set(p.gates)
     unbiased, _ = build(dataclasses.replace(s, bias=False), [0, 1])
     assert set(unbiased.blocks[0]) == expect - {f"b{m}" for m in "qkvo12"}
     for b in params.blocks:
         assert set(b) == expect
         assert all(b[g].shape == (2,) for g in p.gates)
-        assert all(b[k].detach().eq(1 if k.endswith("_w") else 0).all() for k in norms)
+        init = {"w": 1, "b": 0, "a": p.dyt_alpha0}
+        assert all(b[k].detach().eq(init[k[-1]]).all() for k in norms)
     assert ("embed_ln_w" in params.final) == p.embed_norm
 
 

@@ -134,6 +134,8 @@ def _block_shapes(s: RunSettings, drawn: bool = False) -> dict[str, tuple[int, .
             shapes[f"b{name}"] = (n_out,)
     for ln in placement.norms:
         shapes[f"{ln}_w"], shapes[f"{ln}_b"] = (d,), (d,)
+        if placement.dyt_alpha0 is not None:
+            shapes[f"{ln}_a"] = ()
     for gate in placement.gates:
         shapes[gate] = ()
     return shapes
@@ -218,6 +220,8 @@ def _draw_block(s: RunSettings, w: dict[str, Tensor], g: torch.Generator,
     for ln in placement.norms:
         w[f"{ln}_w"].fill_(1.0)
         w[f"{ln}_b"].zero_()
+        if placement.dyt_alpha0 is not None:
+            w[f"{ln}_a"].fill_(placement.dyt_alpha0)
     for gate in placement.gates:
         w[gate].zero_()
 
@@ -264,6 +268,8 @@ def build(s: RunSettings, seeds: list[int], streamed: bool = False
     blocks = [] if streamed else [{k: _stacked(S, shape, kw) for k, shape in shapes.items()}
                                   for _ in range(s.depth)]
     final = {"ln_w": torch.ones(S, d, **kw), "ln_b": torch.zeros(S, d, **kw)}
+    if PLACEMENTS[s.placement].dyt_alpha0 is not None:
+        final["ln_a"] = torch.full((S,), PLACEMENTS[s.placement].dyt_alpha0, **kw)
     if PLACEMENTS[s.placement].embed_norm:
         final["embed_ln_w"], final["embed_ln_b"] = torch.ones(S, d, **kw), torch.zeros(S, d, **kw)
     if s.loss == "cross_entropy":
@@ -319,6 +325,20 @@ def linear(x: Tensor, w: Tensor, b: Tensor | None) -> Tensor:
 def layer_norm(x: Tensor, w: Tensor, b: Tensor, eps: float = 1e-5) -> Tensor:
     """LayerNorm over the last axis with a per-seed affine w, b of shape (S, d)."""
     return torch.addcmul(b.unsqueeze(1), F.layer_norm(x, x.shape[-1:], eps=eps), w.unsqueeze(1))
+
+
+def dyt(x: Tensor, w: Tensor, b: Tensor, alpha: Tensor) -> Tensor:
+    """DyT(x) = w * tanh(alpha x) + b element-wise (Zhu et al. 2025), per seed: alpha (S,),
+    w and b (S, d)."""
+    return torch.addcmul(b.unsqueeze(1), torch.tanh(alpha.view(-1, 1, 1) * x), w.unsqueeze(1))
+
+
+def norm(x: Tensor, p: dict[str, Tensor], name: str) -> Tensor:
+    """The norm `name` of parameters p (a block's, or the final ones with name 'ln'): DyT
+    where p holds its alpha (`<name>_a`), else a LayerNorm."""
+    if f"{name}_a" in p:
+        return dyt(x, p[f"{name}_w"], p[f"{name}_b"], p[f"{name}_a"])
+    return layer_norm(x, p[f"{name}_w"], p[f"{name}_b"])
 
 
 def attention(x: Tensor, p: dict[str, Tensor], s: RunSettings) -> Tensor:
@@ -383,7 +403,7 @@ class BlockOps:
         return m
 
     def norm(self, name: str, x: Tensor) -> Tensor:
-        return layer_norm(x, self.p[f"{name}_w"], self.p[f"{name}_b"])
+        return norm(x, self.p, name)
 
     def gate(self, name: str, branch: Tensor) -> Tensor:
         """The block's scalar `name` (one per seed, shape (S,)) times branch."""
@@ -459,7 +479,7 @@ def head_input(h: Tensor, carry: Tensor | None, params: StackParams, s: RunSetti
 
 
 def _final_norm(h: Tensor, params: StackParams) -> Tensor:
-    return layer_norm(h, params.final["ln_w"], params.final["ln_b"])
+    return norm(h, params.final, "ln")
 
 
 def per_seed_loss(y: Tensor, params: StackParams, draw: Draw, s: RunSettings) -> Tensor:

@@ -172,6 +172,15 @@ def t_fixup(x, op):
     return op.add(h, op.mlp(h), "mlp")
 
 
+def dyt(x, op):
+    """DyT (Zhu et al. 2025, "Transformers without Normalization", arXiv 2503.10622, eq. 1):
+    Pre-LN with every LayerNorm, the final one included, replaced by the element-wise
+    DyT(x) = gamma * tanh(alpha x) + beta, alpha one learnable scalar per norm (alpha_0 = 0.5,
+    the paper's default outside LLMs; the registry entry's `dyt_alpha0`), gamma = 1, beta = 0
+    at init."""
+    return pre_ln(x, op)
+
+
 @dataclass(frozen=True)
 class Placement:
     """One placement and what the rest of the pipeline needs to know about it."""
@@ -198,6 +207,8 @@ class Placement:
     carry: bool = False  # a second stream from the input (trace.carry) that the block adds to;
     #                  the head input is the stream plus the final LN (if any) of the carry
     embed_norm: bool = False  # a LayerNorm (gain 1, bias 0) on the input before block 1
+    dyt_alpha0: float | None = None  # every norm, the final one too, is DyT with this alpha at
+    #                  init (parameter <norm>_a, one scalar per seed) instead of a LayerNorm
 
 
 # seaborn's "colorblind" palette (Okabe-Ito based), as hex so that this module needs no seaborn;
@@ -271,6 +282,9 @@ PLACEMENTS: dict[str, Placement] = {p.name: p for p in (
     # Post-LN blocks below, Pre-LN above: the stream does not telescope through the Post-LN part
     Placement("mix_ln", "Mix-LN", PALETTE[13], "8", PRE, mix_ln, residual=True,
               branch_scales=False, telescopes=False, final_norm=True),
+    # Pre-LN's flags, DyT for each LayerNorm
+    Placement("dyt", "DyT", PALETTE[15], "1", PRE, dyt, residual=True, branch_scales=True,
+              telescopes=True, final_norm=True, dyt_alpha0=0.5),
     # ReZero's flags without gates: x_l = x_{l-1} + both branches, no LN anywhere
     Placement("t_fixup", "T-Fixup", PALETTE[14], "H", OTHER, t_fixup, residual=True,
               branch_scales=False, telescopes=True, final_norm=False, norms=(),
