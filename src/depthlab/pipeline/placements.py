@@ -188,7 +188,8 @@ class Placement:
     name: str  # the config value (settings.placement)
     label: str  # its name in tables and figures
     color: str  # its colour in every figure (PALETTE: colour-blind safe)
-    marker: str  # its matplotlib marker in every figure (shape as well as colour)
+    marker: str | tuple[int, int, int]  # its matplotlib marker in every figure (shape as well
+    #                  as colour; filled: seaborn does not mix filled and line markers)
     family: str  # the panel it shares in faceted figures (FAMILIES)
     block: Callable  # block(x, op) -> the stream after the block (module docstring)
     residual: bool  # has a skip path: skip_scale applies (unless `skip`), branch-to-stream
@@ -283,7 +284,7 @@ PLACEMENTS: dict[str, Placement] = {p.name: p for p in (
     Placement("mix_ln", "Mix-LN", PALETTE[13], "8", PRE, mix_ln, residual=True,
               branch_scales=False, telescopes=False, final_norm=True),
     # Pre-LN's flags, DyT for each LayerNorm
-    Placement("dyt", "DyT", PALETTE[15], "1", PRE, dyt, residual=True, branch_scales=True,
+    Placement("dyt", "DyT", PALETTE[15], (4, 1, 0), PRE, dyt, residual=True, branch_scales=True,
               telescopes=True, final_norm=True, dyt_alpha0=0.5),
     # ReZero's flags without gates: x_l = x_{l-1} + both branches, no LN anywhere
     Placement("t_fixup", "T-Fixup", PALETTE[14], "H", OTHER, t_fixup, residual=True,

@@ -67,7 +67,7 @@ def loss(fits: pd.DataFrame):
                 line.lines[-1].set_dashes(dashes)
             v = pick(val, **where).sort_values("step")
             ax.errorbar(v["step"], v["median"], [v["median"] - v["min"], v["max"] - v["median"]],
-                        fmt=PLACEMENTS[placement].marker, ls="none", color=COLORS[placement],
+                        marker=PLACEMENTS[placement].marker, ls="none", color=COLORS[placement],
                         mfc="white" if i else None, ms=3, lw=0.8)
         ax.axhline(entropy, color="grey", lw=0.8, ls="-.")
         depth = int(pick(train, placement=placement)["depth"].iloc[0])

@@ -30,6 +30,9 @@ DERIVED = {
     "branch_ratio_last_mlp": "the same for the MLP",
     "head_input_sd": "sd of what the head reads",
     "head_token_corr": "mean pairwise token cosine of what the head reads",
+    "stream_max_abs_peak": "the largest |coordinate| of the stream over every block (before any "
+                           "final norm; units of the embedding's sd at step 0): the activation "
+                           "growth Peri-LN's and CogView's papers track",
 }
 
 
@@ -47,6 +50,7 @@ def per_seed(table: pd.DataFrame) -> pd.DataFrame:
     rms = _wide(table, "stream_rms")
     out.add("stream_growth", last(rms) / rms[0])
     out.add("token_corr_last", last(_wide(table, "token_corr")))
+    out.add("stream_max_abs_peak", _wide(table, "stream_max_abs").max(axis=1))
     out.add("omega_slope", _wide(table, "omega_abs").apply(omega_slope, axis=1))
     for sublayer in ("attn", "mlp"):
         ratio = _wide(table, "branch_ratio", sublayer)

@@ -3,10 +3,12 @@ what training did to the init-time probes."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from depthlab.analysis.select import pick
-from depthlab.analysis.tables import median_range, spread
+from depthlab.analysis.stats import t_interval
+from depthlab.analysis.tables import fmt, median_range, spread
 from depthlab.pipeline.placements import LABELS, ORDER
 
 # the probes shown at step 0 and at the end (fit.DERIVED)
@@ -14,6 +16,7 @@ SHOWN = (
     ("grad_ratio", "grad ratio"),
     ("stream_growth", "stream growth"),
     ("token_corr_last", "token corr after block L"),
+    ("stream_max_abs_peak", "max |x| over blocks"),
 )
 
 
@@ -54,5 +57,33 @@ def summary(fits: pd.DataFrame) -> pd.DataFrame:
                 row[f"{name}, step 0"] = median_range(values.iloc[0])
                 end_row = values.iloc[-1]
                 row[f"{name}, step {int(end_row['step'])}"] = median_range(end_row)
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def ranking(fits: pd.DataFrame) -> pd.DataFrame:
+    """Per warmup arm, the placements in order of their median final validation loss, and for
+    each the gap to the next one down the ranking: the median of the per-seed differences
+    (seeds paired: the same seed draws the same batches and, under the same init, the same
+    weights) with its 95% t-interval, and whether that interval excludes 0 ('resolved': the
+    gap exceeds what the seeds' spread allows) and whether the two seed ranges are disjoint."""
+    val = pick(fits, quantity="val_loss")
+    final = val[val["step"] == val["step"].max()]
+    rows = []
+    for warmup in sorted(final["warmup_steps"].unique()):
+        arm = final[final["warmup_steps"] == warmup].sort_values("median")
+        cells = list(arm.itertuples())
+        for rank, (a, b) in enumerate(zip(cells, [*cells[1:], None], strict=True), 1):
+            row = {"warmup steps": int(warmup), "rank": rank,
+                   "placement": LABELS[a.placement],
+                   "val loss (nats/char)": median_range(pd.Series(a._asdict()))}
+            if b is not None:
+                diff = np.array(b.seed_values) - np.array(a.seed_values)
+                lo, hi = t_interval(diff)
+                row.update({"next": LABELS[b.placement],
+                            "gap to next, per-seed [95% t]": f"{fmt(float(np.median(diff)))} "
+                            f"[{fmt(lo)}, {fmt(hi)}]",
+                            "resolved (interval > 0)": "yes" if lo > 0 else "no",
+                            "seed ranges disjoint": "yes" if b.min > a.max else "no"})
             rows.append(row)
     return pd.DataFrame(rows)

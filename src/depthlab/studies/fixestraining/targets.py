@@ -5,9 +5,10 @@ from depthlab.pipeline.targets import Target, declare
 
 SETUP = ("A character-level model on Tiny Shakespeare: the fixes study's stack (d = 128, 4 "
          "heads, 4x ReLU FFN, PyTorch's default init) at L = 24, float32, batches of 8 x 64 "
-         "characters, AdamW (lr 1e-3, cosine to 1e-4, weight decay 0.1), with a linear warmup "
-         "and without; probes on one fixed validation batch of 4 sequences after a backward "
-         "pass of its next-character loss.")
+         "characters, AdamW (lr 1e-3, cosine to 1e-4, weight decay 0.1), 120 steps, with a "
+         "linear warmup of 12 steps (10%) and without, 3 seeds (config/fixes.yaml); probes on "
+         "one fixed validation batch of 4 sequences after a backward pass of its "
+         "next-character loss.")
 
 TARGETS = declare(
     "fixestraining",
@@ -30,6 +31,22 @@ TARGETS = declare(
         "entropy, the difference to the other warmup arm, and the first/last gradient ratio, "
         "stream growth and token correlation at step 0 and at the end (dimensionless; median "
         f"and seed range). {SETUP}",
+    ),
+    Target(
+        "table_fixes_training_ranking",
+        "fixes training: the placements ranked by final validation loss, which gaps the seeds "
+        "resolve",
+        draw="tables:ranking", reads=("*",),
+        title="The placements ranked by final validation loss, per warmup arm, and which gaps "
+        "the seeds resolve",
+        note="val loss: median [seed min, max] at the last step (nats/char). Gap to next: the "
+        "next placement's loss minus this one's per seed (paired: the same seed draws the "
+        "same batches), median and 95% t-interval; resolved = the interval excludes 0; seed "
+        "ranges disjoint = the next one's best seed is worse than this one's worst.",
+        caption="Per warmup arm, every placement in order of its median final validation loss "
+        "(nats per character, seed range beside), the paired per-seed gap to the next one "
+        "with its 95% t-interval, and whether the seeds resolve it (interval above 0; seed "
+        f"ranges disjoint). {SETUP}",
     ),
     Target(
         "fig_fixes_training_loss",
