@@ -2,7 +2,8 @@
 # runs the three linters. All create .venv on first use, and anew when its lock changes, from a
 # lock of the whole stack (every package pinned with its hashes): envs/lock-cpu.txt (torch's
 # CPU build) or, with TORCH=cuda, envs/lock-cuda.txt (PyPI's torch, CUDA 13.0, Linux x86_64);
-# then depthlab itself. `make lock` regenerates both from envs/requirements.txt. .venv gets the
+# then envs/nodeps.txt (hashed too, installed without dependencies: torchscale); then depthlab
+# itself. `make lock` regenerates both locks from envs/requirements.txt. .venv gets the
 # first Python 3.11 or newer on PATH; `make PY=/path/to/python3.12 test` chooses another (the
 # CPU lock holds torch's wheel for CPython 3.11 only). torch: README.md, "Install".
 PY ?= $(shell for p in python3 python3.14 python3.13 python3.12 python3.11; do \
@@ -16,11 +17,16 @@ TORCH_INDEX ?=
 VENV := .venv
 BIN := $(VENV)/bin
 
-# .venv from nothing (venv --clear) whenever the lock, or TORCH, changes: exactly the lock
-$(VENV)/.lock-$(TORCH): $(LOCK)
+# .venv from nothing (venv --clear) whenever the lock, envs/nodeps.txt or TORCH changes: exactly
+# the lock, then envs/nodeps.txt without dependencies: torchscale (DeepNorm's official layer, for
+# tests/test_official.py), whose declared dependencies (fairscale, timm and through it
+# torchvision, which pins another torch) cannot go into the lock and are never called by the
+# layer the tests build; hashed like the lock, and not in envs/requirements.txt (`make lock`)
+$(VENV)/.lock-$(TORCH): $(LOCK) envs/nodeps.txt
 	@test -n "$(PY)" || { echo "no Python 3.11 or newer found on PATH; set PY=/path/to/python3" >&2; exit 1; }
 	$(PY) -m venv --clear $(VENV)
 	$(BIN)/pip install -q --require-hashes -r $(LOCK) $(TORCH_INDEX:%=--extra-index-url %)
+	$(BIN)/pip install -q --no-deps --require-hashes -r envs/nodeps.txt
 	touch $@
 
 # depthlab itself, editable; its dependencies are the lock's

@@ -50,6 +50,9 @@ def required() -> dict[str, str]:
     return pins((ROOT / "envs/requirements.txt").read_text().splitlines())
 
 
+NODEPS = "envs/nodeps.txt"  # installed after the lock without dependencies (Makefile)
+
+
 @pytest.mark.parametrize("path", LOCKS)
 def test_lock_pins_the_requirements_and_hashes_every_entry(path):
     """Each lock holds every package of envs/requirements.txt at its version (the CPU lock's
@@ -76,14 +79,29 @@ def test_locks_differ_in_torch_and_the_cuda_libraries_only():
 
 def test_venv_holds_exactly_a_lock():
     """The Makefile's .venv holds what one lock names, at its versions, and nothing else but
-    depthlab (the lock whose torch is installed: CPU or CUDA)."""
+    depthlab and envs/nodeps.txt's packages at theirs (the lock whose torch is installed: CPU
+    or CUDA)."""
     if Path(sys.prefix).resolve() != ROOT / ".venv":
         pytest.skip(f"not the Makefile's .venv: {sys.prefix}")
     installed = {canonicalize_name(d.metadata["Name"]): d.version
                  for d in importlib.metadata.distributions()}
     installed.pop("depthlab")
+    for name, (version, _) in locked(NODEPS).items():
+        assert installed.pop(name, None) == version, name
     locks = [{name: version for name, (version, _) in locked(path).items()} for path in LOCKS]
     assert installed in locks, sorted(installed.items() ^ locks[0].items())
+
+
+def test_nodeps_are_hashed_and_outside_the_requirements_and_locks():
+    """envs/nodeps.txt (torchscale: its declared dependencies cannot be installed beside the
+    lock's torch) pins each package with its hashes, for `pip install --no-deps
+    --require-hashes`; none is in envs/requirements.txt, which `make lock` resolves with every
+    dependency, nor in a lock."""
+    nodeps = locked(NODEPS)
+    assert nodeps and all(hashes for _, hashes in nodeps.values())
+    assert pins((ROOT / NODEPS).read_text().splitlines()).keys() == nodeps.keys()
+    assert not nodeps.keys() & required().keys()
+    assert all(not nodeps.keys() & locked(path).keys() for path in LOCKS)
 
 
 def test_conda_env_pins_the_runtime_packages_of_the_requirements():
