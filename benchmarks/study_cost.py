@@ -20,7 +20,7 @@ import heapq
 from pathlib import Path
 
 from benchmarks.requests import config_jobs
-from depthlab.pipeline import requests
+from depthlab.pipeline import cost, requests
 from depthlab.pipeline.grid import Job
 
 # an H100/H200-class GPU's dense rates (NVIDIA's data sheet, SXM: FP64 tensor core 67 TFLOP/s,
@@ -29,11 +29,27 @@ from depthlab.pipeline.grid import Job
 GPU_FLOPS_PER_S = {"float64": 0.5 * 67e12, "float32": 0.5 * 67e12}
 
 
-def measure_jobs(config_files: list[Path]) -> list[tuple[Job, dict]]:
-    """The config's measure jobs (not its training), each with the cells it copies."""
+# a training step's per-block kernel launches on a GPU (forward, backward, AdamW; an assumption
+# of about 40 launches of 10 us, not a fit: these small shapes are launch-bound)
+GPU_S_PER_LAYER_STEP = 4e-4
+
+
+def config_cost_jobs(config_files: list[Path]) -> tuple[list[tuple[Job, dict]], list[tuple]]:
+    """The config's measure jobs, each with the cells it copies, and its train jobs, each with
+    its arm's TrainSettings."""
     jobs, training, copies = config_jobs(config_files)
-    return [(j, copies.get((j.study, j.arm, j.job), {})) for j in jobs
-            if (j.study, j.arm) not in training]
+    measure = [(j, copies.get((j.study, j.arm, j.job), {})) for j in jobs
+               if (j.study, j.arm) not in training]
+    train = [(j, training[(j.study, j.arm)]) for j in jobs if (j.study, j.arm) in training]
+    return measure, train
+
+
+def gpu_train_seconds(job: Job, ts) -> float:
+    """The model's seconds of a train job on a GPU: start-up, its FLOPs at the float32 rate
+    (bfloat16 autocast taken at the same rate) and GPU_S_PER_LAYER_STEP per block and step."""
+    flops = sum(cost.training_flops(c.settings, ts) for c in job.cells)
+    return (requests.STARTUP_S + flops / GPU_FLOPS_PER_S["float32"]
+            + requests.layer_steps(job, ts) * GPU_S_PER_LAYER_STEP)
 
 
 def drawing_seconds(job: Job, copied) -> float:
@@ -62,19 +78,24 @@ def main() -> None:
     parser.add_argument("--nodes", nargs="+", type=int, default=[1, 4, 16])
     parser.add_argument("--cores", type=int, default=2, help="cores per node")
     args = parser.parse_args()
-    jobs = measure_jobs(args.configs)
+    jobs, train = config_cost_jobs(args.configs)
     cpu = [requests.measure_seconds(j, c) for j, c in jobs]
-    largest = max(requests.measure_mb(j, c) for j, c in jobs)
-    print(f"{len(jobs)} measure jobs, {sum(cpu) / 3600:.2f} core-hours predicted, "
+    cpu_train = [requests.train_seconds(j, ts) for j, ts in train]
+    largest = max([requests.measure_mb(j, c) for j, c in jobs]
+                  + [requests.train_mb(j) for j, _ in train])
+    print(f"{len(jobs)} measure jobs, {sum(cpu) / 3600:.2f} core-hours predicted; "
+          f"{len(train)} train jobs, {sum(cpu_train) / 3600:.2f} core-hours; "
           f"largest predicted peak {largest / 1e3:.2f} GB")
     for n in args.nodes:
         print(f"CPU, {n} node(s) x {args.cores} cores: "
-              f"{makespan(cpu, n * args.cores) / 60:.1f} min")
+              f"{makespan(cpu + cpu_train, n * args.cores) / 60:.1f} min")
     drawing = sum(drawing_seconds(j, c) for j, c in jobs)
+    gpu_train = sum(gpu_train_seconds(j, ts) for j, ts in train)
     for dtype in ("float64", "float32"):
         gpu = sum(gpu_seconds(j, c, dtype) for j, c in jobs)
-        print(f"one GPU node, {dtype}, the jobs one after another: {gpu / 60:.1f} min, of "
-              f"which {drawing / 60:.1f} min drawing the weights on the CPU")
+        print(f"one GPU node, measure jobs in {dtype}, then the train jobs, one after another: "
+              f"{(gpu + gpu_train) / 60:.1f} min, of which {drawing / 60:.1f} min drawing the "
+              f"weights on the CPU and {gpu_train / 60:.1f} min training")
 
 
 if __name__ == "__main__":

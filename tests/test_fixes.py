@@ -248,3 +248,22 @@ def test_tiny_fixes_study_end_to_end(tiny_fixes_run):
     fits = pd.read_parquet(work / "results/fits/fixestraining/nowarmup.parquet")
     steps = fits.loc[fits["quantity"] == "grad_ratio", "step"]
     assert sorted(steps.unique()) == [0, 3, 8]
+
+
+def test_gpu_config_is_the_training_comparison_scaled():
+    """config/fixes_gpu.yaml: the fixestraining study's keys at L = 96, every placement in every
+    arm, a learning-rate sweep of 5 values with the warmup arm's 10% warmup, a bfloat16 arm;
+    it validates (on a machine without a GPU, with check_device false)."""
+    full = yaml.safe_load((ROOT / "config/fixes.yaml").read_text())["studies"]["fixestraining"]
+    gpu = yaml.safe_load((ROOT / "config/fixes_gpu.yaml").read_text())
+    study = gpu["studies"]["fixestraining"]
+    assert list(study["settings"]) == list(full["settings"]) and study["settings"]["depth"] == 96
+    assert all(expand_axes(a["axes"])["placement"] == list(ORDER) for a in study["arms"].values())
+    steps = study["training"]["steps"]
+    swept = {a.get("training", {}).get("lr", study["training"]["lr"])
+             for a in study["arms"].values() if a["training"]["warmup_steps"] == steps // 10}
+    assert len(swept) == 5 and max(swept) / min(swept) == pytest.approx(100)
+    assert [a for a in study["arms"].values()
+            if a["training"].get("autocast") == "bfloat16"]
+    jobs = check_config({**gpu, "check_device": False}, SCHEMA)
+    assert len(jobs) == len(study["arms"])

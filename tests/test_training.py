@@ -308,3 +308,20 @@ def test_general_form_slope_is_the_note_s_slope_when_variances_grow_linearly():
     assert out["omega_general_slope"] == pytest.approx(expected, rel=1e-12)
     assert out["omega_slope"] == pytest.approx(expected, rel=1e-12)
     assert -0.6 < expected < -0.45  # about -1/2 over the deep blocks
+
+
+def test_bfloat16_autocast_trains_close_to_float32(corpus):
+    """autocast bfloat16: the training step's forward runs in bfloat16 (its loss differs from
+    float32's by bfloat16's rounding, about 1e-2 relative), the weights stay float32, and it
+    still learns (the loss falls as the float32 run's does)."""
+    ids, _ = corpus
+    s = tiny()
+    ts = TrainSettings(steps=5, lr=1e-2, checkpoints=(0,), eval_every=5, eval_batches=1)
+    runs = {a: train_cell(s, dataclasses.replace(ts, autocast=a), ids) for a in ("off", "bfloat16")}
+    assert all(t.dtype == torch.float32 for t in runs["bfloat16"].model.leaves())
+    losses = {a: r.frame[r.frame["metric"] == "train_loss"].pivot(
+        index="step", columns="seed", values="value") for a, r in runs.items()}
+    first, last = losses["bfloat16"].iloc[0], losses["bfloat16"].iloc[-1]
+    assert (last < first - 0.1).all()
+    gap = (losses["bfloat16"] - losses["off"]).abs() / losses["off"]
+    assert 0 < gap.to_numpy().max() < 0.05

@@ -236,7 +236,9 @@ def train_cell(s: RunSettings, ts: TrainSettings, ids: np.ndarray, cell: str = "
         batch = windows(train_data, np.stack([r.integers(0, last_train, s.batch)
                                               for r in seed_rngs]), span)
         opt.zero_grad(set_to_none=True)
-        loss, _ = model_loss(model, batch, s)
+        with torch.autocast(s.device, torch.bfloat16, enabled=ts.autocast == "bfloat16"):
+            loss, _ = model_loss(model, batch, s)
+        loss = loss.float()
         loss.sum().backward()
         opt.step()
         schedule.step()

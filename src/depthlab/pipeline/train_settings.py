@@ -15,6 +15,8 @@ from depthlab.pipeline.corpus import CORPUS_VOCAB
 from depthlab.pipeline.settings import ConfigError, RunSettings, reject_unknown_keys
 
 SCHEDULES = ("cosine", "constant")
+# mixed precision of the training step: off, or its forward and loss in bfloat16 (torch.autocast)
+AUTOCASTS = ("off", "bfloat16")
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,7 @@ class TrainSettings:
     eval_batches: int = 4
     probe_batch: int = 4
     checkpoints: tuple[int, ...] = (0, 10, 30, 100, 300)
+    autocast: str = "off"
 
     @classmethod
     def from_mapping(cls, values: dict, where: str = "training") -> TrainSettings:
@@ -62,6 +65,10 @@ class TrainSettings:
             raise ConfigError(
                 f"{where}: warmup_steps={self.warmup_steps!r} must be an integer in "
                 f"[0, steps={self.steps}]"
+            )
+        if self.autocast not in AUTOCASTS:
+            raise ConfigError(
+                f"{where}: autocast={self.autocast!r} is not one of {list(AUTOCASTS)}"
             )
         if self.schedule not in SCHEDULES:
             raise ConfigError(
