@@ -55,7 +55,7 @@ def linearised(params: StackParams, x: Tensor, s: RunSettings,
     one retained graph: jvp(v) = J v (v like x -> (S, N, d)) and vjp(u) = J^T u ((S, N, d) ->
     like x). J^T u is a backward pass; J v the backward pass of that backward pass (J^T u is
     linear in u, so d(v . J^T u)/du = J v: the double-backward trick), about one forward pass
-    each, half of what forward-mode AD costs here. Attention runs on the math SDPA backend, whose
+    each, a third of what forward-mode AD costs here. Attention runs on the math SDPA backend, whose
     backward pass is differentiable (the fused kernels' is not). Seeds are independent, so one
     pass over the summed seeds gives each seed's product."""
     x = x.detach().requires_grad_(True)
@@ -77,8 +77,8 @@ def jacobian(params: StackParams, draw: Draw, s: RunSettings,
              branch_scales: BranchScales | None = None) -> list[Probe]:
     """The input-output Jacobian J = d(head input) / dx of each seed, x the drawn input (before
     any input LN), an (N d) x (N d) map; ReZero's "dynamical isometry" (Bachlechner et al.
-    2020): all singular values near 1. With k = jacobian_dirs Gaussian directions v_1..v_k
-    (`directions`):
+    2020, "ReZero is All You Need", arXiv 2003.04887): all singular values near 1. With
+    k = jacobian_dirs Gaussian directions v_1..v_k (`directions`):
 
     jacobian_rms_sv: sqrt of the Hutchinson estimate of the mean squared singular value,
                      mean_j ||J v_j||² / ||v_j||² (unbiased: v/||v|| is uniform on the sphere);
@@ -123,8 +123,9 @@ def adam_step(params: StackParams, draw: Draw, s: RunSettings,
 def model_update(params: StackParams, draw: Draw, s: RunSettings,
                  branch_scales: BranchScales | None = None) -> list[Probe]:
     """DeepNet's bounded model update (Wang et al. 2022, "DeepNet: Scaling Transformers to
-    1,000 Layers", sec. 4, ||ΔF|| after one update): how far Adam's first step at learning
-    rate update_lr from init (`adam_step`) moves the model on the same input x, per seed:
+    1,000 Layers", arXiv 2203.00555: the magnitude of the model update ||ΔF||; the section
+    could not be confirmed): how far Adam's first step at learning rate update_lr from init
+    (`adam_step`) moves the model on the same input x, per seed:
 
     model_update:  rms(F(θ + Δθ) − F(θ)) over the head input F (sublayer 'head', layer L);
     update_stream: rms(x_l(θ + Δθ) − x_l(θ)) of the stream after block l (sublayer 'block',
