@@ -106,6 +106,18 @@ CASES = [
      ["studies.stack96: unknown key 'depth'", "studies.<study>.settings"]),
     ("claims_file_missing", {("claims",): "no/such/claims.yaml"},
      ["claims='no/such/claims.yaml'", "no such file"]),
+    ("jacobian_dirs_negative", {(*SETTINGS, "jacobian_dirs"): -1}, ["jacobian_dirs=-1", ">= 0"]),
+    ("jacobian_dirs_not_integer_in_grid", {(*AXES, "jacobian_dirs"): [2, 2.5]},
+     ["studies.stack96.arms.a", "jacobian_dirs=2.5", "integer"]),
+    ("update_lr_negative_in_grid", {(*AXES, "update_lr"): [-0.001]},
+     ["studies.stack96.arms.a", "update_lr=-0.001", "non-negative"]),
+    # the probes that run the model again need every block held in one pass
+    ("jacobian_in_a_forward_only_pass", {(*SETTINGS, "jacobian_dirs"): 2,
+                                         (*SETTINGS, "grad_of"): "none"},
+     ["studies.stack96.arms.a", "jacobian_dirs=2", "every block held", "grad_of='none'"]),
+    ("update_in_a_recomputed_pass", {(*SETTINGS, "update_lr"): 0.001, (*SETTINGS, "pass_mb"): 1,
+                                     (*SETTINGS, "d_model"): 128, (*SETTINGS, "tokens"): 128},
+     ["studies.stack96.arms.a", "update_lr=0.001", "pass_mb=1", "recomputed"]),
 ]
 
 

@@ -30,7 +30,8 @@ COMMON_INIT = [p for p in ORDER if p not in OWN_INIT]  # the placements the init
 
 
 def small_config() -> dict:
-    """A depth arm of every placement, a width arm and a calibrated Pre-LN arm, all small."""
+    """A depth arm of every placement, a width arm, a calibrated Pre-LN arm and the central
+    claims' arm (the Jacobian and update probes), all small."""
     every = list(ORDER)
     calib = {"d_model": 16, "tokens": 16, "seeds": 6}
     return {"studies": {"fixes": {"settings": SMALL, "arms": {
@@ -46,6 +47,9 @@ def small_config() -> dict:
         "calib_base": {"settings": calib, "axes": {"placement": ["pre"], "depth": [4]}},
         "calibrated": {"settings": {**calib, "seed_offset": 6}, "calibrate_from": "calib_base",
                        "axes": {"placement": ["pre"], "depth": [4]}},
+        "central": {"settings": {"jacobian_dirs": 2, "update_lr": 1e-3},
+                    "axes": {"placement": every, "depth": list(DEPTHS)},
+                    "pack": ["placement", "depth"]},
     }}}}
 
 
@@ -166,6 +170,31 @@ def test_tables_have_a_row_per_placement(fits):
     assert len(width) == 2 * len(ORDER) and sorted(width["d"].unique()) == [8, 16]
 
 
+def test_central_table_has_every_placement_at_every_depth(fits):
+    """The Jacobian and update columns at each depth of the arm and the update's exponent; the
+    exponent is the per-seed log-log slope of the update on L, with its t-interval; ReZero's
+    Jacobian is the identity at init."""
+    table = tables.central(fits[fits["arm"] == "central"])
+    assert table["placement"].tolist() == [FIX_LABELS[p] for p in ORDER]
+    assert list(table.columns[1:]) == [
+        f"{column}, L = {depth}" for depth in DEPTHS for _, column in tables.CENTRAL
+    ] + [tables.UPDATE_EXPONENT[1]]
+    rezero = table.set_index("placement").loc[FIX_LABELS["rezero"]]
+    for depth in DEPTHS:
+        assert rezero[f"Jacobian rms σ, L = {depth}"] == "1 [1, 1]"
+        assert rezero[f"Jacobian max σ, L = {depth}"] == "1 [1, 1]"
+    assert not table.isin(["—"]).any().any()
+    update = rows(fits, "model_update", arm="central", fix="pre").sort_values("depth")
+    values = np.log(np.stack(update["seed_values"]))
+    slopes = (values[1] - values[0]) / np.log(DEPTHS[1] / DEPTHS[0])
+    exponent = rows(fits, "model_update_exponent", arm="central", fix="pre").iloc[0]
+    assert np.allclose(exponent["seed_values"], slopes, rtol=1e-10)
+    assert exponent["ci_lo"] < exponent["mean"] < exponent["ci_hi"]
+    assert sorted(rows(fits, "update_stream", arm="central", fix="pre", depth=4)["layer"]) == \
+        list(range(5))
+    assert rows(fits, "model_update", arm="depth").empty  # the other arms do not take it
+
+
 def test_gradient_readings_table_has_every_placement_under_every_reading(fits):
     """Each placement at the depth the reading arms share, under each reading measured; the
     all-parameters MSE cell is the depth arm's (the same cell as probes_at_depth's); ReZero's
@@ -238,6 +267,10 @@ def test_tiny_fixes_study_end_to_end(tiny_fixes_run):
         if target.study in ("fixes", "fixestraining"):
             for path in target.outputs.values():
                 assert (work / path).stat().st_size > 0, path
+    central = pd.read_csv(work / "results/tables/fixes_central.csv").set_index("placement")
+    assert central.index.tolist() == [FIX_LABELS[p] for p in ORDER]
+    assert central.loc[FIX_LABELS["rezero"], "Jacobian rms σ, L = 96"] == "1 [1, 1]"
+    assert "update exponent across depths" in central.columns
     at96 = pd.read_csv(work / "results/tables/fixes_probes_L96.csv")
     assert at96["placement"].tolist() == [FIX_LABELS[p] for p in ORDER]
     assert at96.set_index("placement").loc[FIX_LABELS["rezero"],

@@ -39,9 +39,23 @@ def test_same_numbers_different_probes_share_and_the_richer_cell_owns():
         "again"
 
 
+def test_the_jacobian_and_update_probes_lend_only_what_they_measured():
+    both = RunSettings(**SMALL, jacobian_dirs=2, update_lr=1e-3)
+    plain = RunSettings(**SMALL)
+    assert numbers_key(both) == numbers_key(plain)
+    assert covers(both, plain) and not covers(plain, both)
+    for other in ({"jacobian_dirs": 3}, {"update_lr": 1e-2}):
+        reader = dataclasses.replace(both, **other)
+        assert not covers(both, reader) and not covers(reader, both)
+    copies = reuse([job("plain"), job("both", jacobian_dirs=2, update_lr=1e-3)], set())
+    assert set(copies) == {("s", "plain", "j")} and copies[("s", "plain", "j")]["c"].arm == "both"
+
+
 def test_a_copied_cell_equals_the_measured_one_bit_for_bit():
+    """Also: the probes that run the model again (jacobian_dirs, update_lr) change no number of
+    the others."""
     torch.set_num_threads(1)
-    owner = job("grads", block_corr=True)
+    owner = job("grads", block_corr=True, jacobian_dirs=2, update_lr=1e-3)
     for reader in (job("forward", grad_of="none"), job("plain", block_corr=False)):
         measured = measure_job(reader)
         shard = measure_job(owner)

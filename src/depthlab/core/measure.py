@@ -14,6 +14,7 @@ from depthlab.core.model import Draw, StackParams, Trace, build, forward, per_se
 from depthlab.core.probes import Probe, backward, pass_rows, run_probes
 from depthlab.core.recompute import recomputed_backward
 from depthlab.core.records import check_finite, job_rows
+from depthlab.core.response import response_probes
 from depthlab.pipeline.cost import recomputes, seeds_per_pass, streamed
 from depthlab.pipeline.grid import Cell, Job
 from depthlab.pipeline.settings import RunSettings
@@ -71,8 +72,9 @@ def forward_backward(
 def run_pass(
     s: RunSettings, seeds: list[int], branch_scales: BranchScales | None = None
 ) -> tuple[list[Probe], torch.Tensor]:
-    """Build, forward, backward (none with grad_of 'none') and probe one batch of seeds;
-    returns probes and losses (S,).
+    """Build, forward, backward (none with grad_of 'none') and probe one batch of seeds, then
+    the probes that run the model again where the settings ask for them (jacobian_dirs,
+    update_lr: depthlab.core.response); returns probes and losses (S,).
 
     branch_scales[l] = (alpha_attn, alpha_mlp) of block l+1 replaces the uniform residual_scale
     (see model.forward); the scales applied are recorded as metric branch_scale."""
@@ -80,6 +82,8 @@ def run_pass(
     params, draw = build(s, seeds, streamed=streamed(s))
     trace, loss = forward_backward(params, draw, s, branch_scales)
     probes = run_probes(params, trace, s)
+    del trace  # the response probes run passes of their own: free this one's tensors first
+    probes += response_probes(params, draw, s, branch_scales)
     if branch_scales is not None:
         applied = torch.tensor(branch_scales, dtype=torch.float64).T.unsqueeze(1)  # (2, 1, L)
         layers = list(range(1, s.depth + 1))

@@ -169,7 +169,7 @@ def token_corr(params: StackParams, trace: Trace, s: RunSettings) -> list[Probe]
             Probe("head_token_corr", "head", [s.depth], head)]
 
 
-def _rms(t: Tensor) -> Tensor:
+def rms(t: Tensor) -> Tensor:
     """Root mean square over all entries of each seed's tensor (S, N, d) -> (S,)."""
     return t.pow(2).mean(dim=(1, 2)).sqrt()
 
@@ -245,7 +245,7 @@ def branch_to_stream(params: StackParams, trace: Trace, s: RunSettings) -> list[
     outputs (h - c x, x' - c h), any other (Post-LN) the raw ones before its norm; the stream
     they join is the skip path, c times the stream (c = s.skip, 1 by default). Dimensionless."""
     placement = PLACEMENTS[s.placement]
-    probes = [Probe("stream_rms", "block", list(range(s.depth + 1)), _per_seed(_rms, trace.stream))]
+    probes = [Probe("stream_rms", "block", list(range(s.depth + 1)), _per_seed(rms, trace.stream))]
     if not placement.residual:
         return probes
     c = s.skip
@@ -263,7 +263,7 @@ def branch_to_stream(params: StackParams, trace: Trace, s: RunSettings) -> list[
     for sublayer, parts in added.items():
         base, factor = skip[sublayer]
         ratio = torch.stack(
-            [_rms(a) / (factor * _rms(b)) for a, b in zip(parts, base, strict=True)], 1
+            [rms(a) / (factor * rms(b)) for a, b in zip(parts, base, strict=True)], 1
         )
         probes.append(Probe("branch_ratio", sublayer, blocks, ratio))
     return probes

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from depthlab.pipeline.grid import Cell, Job
-from depthlab.pipeline.reuse import GRADIENT_METRICS
+from depthlab.pipeline.reuse import GRADIENT_METRICS, JACOBIAN_METRICS, UPDATE_METRICS
 
 
 class NonFiniteError(RuntimeError):
@@ -39,11 +39,15 @@ def tag(frame: pd.DataFrame, study: str, arm: str, job: str, label: str) -> pd.D
 def copied_rows(owner: pd.DataFrame, label: str, cell: Cell) -> pd.DataFrame:
     """The rows a cell would measure, taken from the shard of a cell with the same numbers
     (depthlab.pipeline.reuse): the owner's rows of `label` without the probes this cell does not
-    take (gradients, pairwise block correlations), with this cell's settings as columns, in the
-    column order a measured cell has (tag adds study, arm, job and label)."""
+    take (gradients, pairwise block correlations, the Jacobian and the update), with this cell's
+    settings as columns, in the column order a measured cell has (tag adds study, arm, job and
+    label)."""
     rows = owner[owner["label"] == label]
-    dropped = [*(GRADIENT_METRICS if cell.settings.grad_of == "none" else ()),
-               *(() if cell.settings.block_corr else ("block_corr",))]
+    s = cell.settings
+    dropped = [*(GRADIENT_METRICS if s.grad_of == "none" else ()),
+               *(() if s.block_corr else ("block_corr",)),
+               *(() if s.jacobian_dirs else JACOBIAN_METRICS),
+               *(() if s.update_lr else UPDATE_METRICS)]
     rows = rows[~rows["metric"].isin(dropped)]
     frame = rows[["seed", "layer", "sublayer", "metric", "value"]].reset_index(drop=True)
     for key, value in cell.settings.as_columns().items():

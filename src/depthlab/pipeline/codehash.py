@@ -18,8 +18,8 @@ BASE = ("__init__.py", "pipeline", "core", "analysis")
 # the code a measurement's numbers come from, and a training run's
 MEASURE_CODE = ("pipeline/settings.py", "pipeline/grid.py", "pipeline/paths.py",
                 "pipeline/placements.py", "pipeline/reuse.py", "pipeline/cost.py",
-                "core/model.py", "core/probes.py", "core/recompute.py", "core/measure.py",
-                "core/records.py")
+                "core/model.py", "core/probes.py", "core/recompute.py", "core/response.py",
+                "core/measure.py", "core/records.py")
 TRAIN_CODE = (*MEASURE_CODE, "pipeline/train_settings.py", "pipeline/corpus.py", "core/corpus.py",
               "core/train.py", "core/io.py", "core/logs.py", "pipeline/codehash.py")
 CALIBRATED_CODE = (*MEASURE_CODE, "core/calibrate.py")

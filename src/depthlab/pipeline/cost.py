@@ -30,12 +30,22 @@ def forward_flops(s: RunSettings, batch: int | None = None) -> float:
     return 2 * n * (4 * d * d + 2 * d * f) + 4 * b * s.tokens**2 * d
 
 
+def response_passes(s: RunSettings) -> float:
+    """Forward-pass equivalents of the probes that run the model again (depthlab.core.response),
+    about one per forward, backward-to-the-input or double-backward pass: the Jacobian's graph
+    (a forward pass and a backward pass that keeps its own graph, 3) and its 2k - 1 products
+    J v and k - 1 products J^T u (k = jacobian_dirs); the update's forward and backward pass
+    over every parameter (3) and its forward pass after the step (1)."""
+    jacobian = 3 * s.jacobian_dirs + 1 if s.jacobian_dirs else 0
+    return jacobian + (4 if s.update_lr else 0)
+
+
 def layer_flops(s: RunSettings) -> float:
     """Floating-point operations of one block for one seed in a measure pass: forward plus
     backward (3x forward; 4x where the backward pass recomputes the block, `recomputes`), or the
-    forward alone when no gradient is taken (grad_of none)."""
+    forward alone when no gradient is taken (grad_of none), plus `response_passes`."""
     passes = 1.0 if s.grad_of == "none" else 4.0 if recomputes(s) else 3.0
-    return passes * forward_flops(s)
+    return (passes + response_passes(s)) * forward_flops(s)
 
 
 def sequence_flops(s: RunSettings) -> float:
@@ -100,13 +110,15 @@ def seed_bytes(s: RunSettings) -> float:
     pass, grad_of none, or one that recomputes blocks in its backward pass), per layer only
     TRACE_PER_LAYER (N, d) tensors (the trace's stream, mid and branches, and what the probes
     derive from them) and one block at a time (its weights drawn and stacked; when recomputed,
-    its graph)."""
+    its graph). The Jacobian probe (jacobian_dirs) adds the graph of a forward pass and of its
+    backward pass (twice the saved activations) on top of every block's graph."""
     trace = s.depth * TRACE_PER_LAYER * s.batch * s.tokens * s.d_model
     if s.grad_of == "none":
         return ITEMSIZE[s.dtype] * (trace + 2 * _weights(s) + _activations(s))
     if recomputes(s):
         return ITEMSIZE[s.dtype] * (trace + 3 * _weights(s) + _activations(s))
-    return _graph_bytes(s)
+    jacobian = 2 * s.depth * _activations(s) if s.jacobian_dirs else 0
+    return _graph_bytes(s) + ITEMSIZE[s.dtype] * jacobian
 
 
 def seeds_per_pass(s: RunSettings) -> int:

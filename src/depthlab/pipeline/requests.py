@@ -68,9 +68,11 @@ def drawn_numbers(s: RunSettings) -> float:
 def block_calls(s: RunSettings) -> float:
     """Seed-batched block operations a cell dispatches: per pass (cost.seeds_per_pass), each
     block once forward, once backward where a gradient is taken, once more where it is
-    recomputed; their fixed cost does not shrink with the seeds a pass holds."""
+    recomputed, and once per pass of the probes that run the model again
+    (cost.response_passes); their fixed cost does not shrink with the seeds a pass holds."""
     passes = math.ceil(s.seeds / cost.seeds_per_pass(s))
-    return passes * s.depth * (1 + (s.grad_of != "none") + cost.recomputes(s))
+    return passes * s.depth * (1 + (s.grad_of != "none") + cost.recomputes(s)
+                               + cost.response_passes(s))
 
 
 def measured(job: Job, copied: Collection[str] = ()) -> list[RunSettings]:

@@ -6,9 +6,11 @@ Two cells give the same numbers when every setting that enters the computation i
 final norm as resolved, the seed batches as resolved). What is probed may differ: a cell that
 takes no gradients (grad_of none) reads every forward probe of one that does, whose values are
 the same (autograd changes no forward number), and a cell without the pairwise block
-correlations reads one with them. The owner of a group of such cells is the one with the most
-probes (then the first in config order); it is measured, the others copy its rows. Calibrated
-arms (their numbers depend on a calibration) and training studies are never shared.
+correlations, the Jacobian probe (jacobian_dirs) or the update probe (update_lr) reads one with
+them (with the same directions, the same learning rate). The owner of a group of such cells is
+the one with the most probes (then the first in config order); it is measured, the others copy
+its rows. Calibrated arms (their numbers depend on a calibration) and training studies are never
+shared.
 """
 
 from __future__ import annotations
@@ -22,10 +24,12 @@ from depthlab.pipeline.paths import SHARD
 from depthlab.pipeline.settings import RunSettings
 
 # settings that say what is probed, not what is computed
-PROBE_OPTIONS = ("grad_of", "block_corr")
+PROBE_OPTIONS = ("grad_of", "block_corr", "jacobian_dirs", "update_lr")
 # settings that say how the seeds are split into passes (the split itself is in the key)
 SPLIT_OPTIONS = ("seed_batch", "pass_mb")
 GRADIENT_METRICS = ("grad_norm", "grad_ratio")  # the probes that need a backward pass
+JACOBIAN_METRICS = ("jacobian_rms_sv", "jacobian_max_sv")  # with jacobian_dirs
+UPDATE_METRICS = ("model_update", "update_stream")  # with update_lr
 
 
 FLOATS = {f.name for f in dataclasses.fields(RunSettings) if f.type == "float"}
@@ -44,11 +48,13 @@ def numbers_key(s: RunSettings) -> str:
 def covers(owner: RunSettings, reader: RunSettings) -> bool:
     """Whether the owner's rows hold every probe the reader's cell would measure."""
     gradients = reader.grad_of in ("none", owner.grad_of)
-    return gradients and (owner.block_corr or not reader.block_corr)
+    return (gradients and (owner.block_corr or not reader.block_corr)
+            and reader.jacobian_dirs in (0, owner.jacobian_dirs)
+            and reader.update_lr in (0, owner.update_lr))
 
 
-def _rank(s: RunSettings) -> tuple[bool, bool]:
-    return s.grad_of != "none", s.block_corr
+def _rank(s: RunSettings) -> tuple[bool, ...]:
+    return s.grad_of != "none", s.block_corr, bool(s.jacobian_dirs), bool(s.update_lr)
 
 
 @dataclasses.dataclass(frozen=True)

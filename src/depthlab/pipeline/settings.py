@@ -85,6 +85,8 @@ class RunSettings:
     seed_batch: int = 0
     pass_mb: int = 2500
     block_corr: bool = False
+    jacobian_dirs: int = 0
+    update_lr: float = 0.0
 
     @classmethod
     def from_mapping(cls, values: dict, where: str = "settings") -> RunSettings:
@@ -110,7 +112,7 @@ class RunSettings:
         for key in ("tokens", "head_classes"):  # token correlation and classes need two
             if getattr(self, key) < 2:
                 raise ConfigError(f"{where}: {key}={getattr(self, key)!r} must be at least 2")
-        for key in ("seed_offset", "seed_batch", "pass_mb"):
+        for key in ("seed_offset", "seed_batch", "pass_mb", "jacobian_dirs"):
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ConfigError(f"{where}: {key}={value!r} must be a non-negative integer")
@@ -120,6 +122,12 @@ class RunSettings:
                 0 < value < math.inf
             ):
                 raise ConfigError(f"{where}: {key}={value!r} must be a positive finite number")
+        if isinstance(self.update_lr, bool) or not isinstance(self.update_lr, int | float) or not (
+            0 <= self.update_lr < math.inf
+        ):
+            raise ConfigError(
+                f"{where}: update_lr={self.update_lr!r} must be a non-negative finite number"
+            )
         placement = PLACEMENTS[self.placement]
         if not placement.residual and self.skip_scale != 1:
             raise ConfigError(

@@ -125,7 +125,13 @@ def is_training_study(spec: dict) -> bool:
 def check_model(s: RunSettings, vocab_size: int | None = CORPUS_VOCAB,
                 where: str = "settings") -> None:
     """A training model predicts the next character: cross-entropy over the vocabulary (of
-    `vocab_size` characters; None: not known yet, so only the loss is checked)."""
+    `vocab_size` characters; None: not known yet, so only the loss is checked). Its checkpoints
+    take the probes of one pass, not those that run the model again (jacobian_dirs, update_lr:
+    probes at initialisation)."""
+    for key in ("jacobian_dirs", "update_lr"):
+        if getattr(s, key):
+            raise ConfigError(f"{where}: {key}={getattr(s, key)!r} is a probe at initialisation; "
+                              "a training study's checkpoints do not take it (set it to 0)")
     if s.loss != "cross_entropy" or vocab_size not in (None, s.head_classes):
         raise ConfigError(
             f"{where}: a training study needs loss='cross_entropy' and head_classes="

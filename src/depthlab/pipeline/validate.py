@@ -2,9 +2,10 @@
 
 Order: the JSON schema (workflow/schemas/config.schema.yaml: unknown keys, types, ranges, empty or
 duplicate grids), then every cell's RunSettings.check (values inside axis lists, which the schema
-leaves untyped, and cross-key rules such as heads dividing d_model), then the device. (The claims
-file is checked next by the workflow, depthlab.claims.schema.) Each message names the offending
-key as a dotted path and its value. Cheap: torch is imported only when a cell asks for cuda.
+leaves untyped, and cross-key rules such as heads dividing d_model), then the probes that need
+every block held (reject_unheld_probes), then the device. (The claims file is checked next by
+the workflow, depthlab.claims.schema.) Each message names the offending key as a dotted path and
+its value. Cheap: torch is imported only when a cell asks for cuda.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 import yaml
 from jsonschema import Draft202012Validator
 
+from depthlab.pipeline.cost import streamed
 from depthlab.pipeline.grid import Job, study_jobs
 from depthlab.pipeline.settings import ConfigError, RunSettings
 
@@ -143,6 +145,29 @@ def reject_unseen_cuda(config: dict, jobs: list[Job]) -> None:
         )
 
 
+def reject_unheld_probes(jobs: list[Job]) -> None:
+    """Reject the probes that run the model again (jacobian_dirs, update_lr:
+    depthlab.core.response) in a cell whose pass does not hold every block
+    (depthlab.pipeline.cost.streamed): a forward-only pass (grad_of 'none') or one whose graph
+    would exceed pass_mb (its blocks recomputed one at a time)."""
+    for job in jobs:
+        for cell in job.cells:
+            s = cell.settings
+            on = [key for key in ("jacobian_dirs", "update_lr") if getattr(s, key)]
+            if not on or not streamed(s):
+                continue
+            if s.grad_of == "none":
+                why = "grad_of='none' draws each block as the pass reaches it"
+                fix = "take a gradient: grad_of params, weights or input"
+            else:
+                why = f"its graph exceeds pass_mb={s.pass_mb}, so its blocks are recomputed"
+                fix = "raise pass_mb, or 0 for no bound"
+            raise ConfigError(
+                f"studies.{job.study}.arms.{job.arm}: {on[0]}={getattr(s, on[0])!r} needs every "
+                f"block held in one pass, but in cell {cell.label} {why} ({fix})"
+            )
+
+
 def check_studies(config: dict, known) -> None:
     """Reject a study without a package (depthlab.studies.<name>): it would measure and build
     nothing."""
@@ -162,5 +187,6 @@ def check_config(config: dict, schema_path: str | Path, studies=None) -> list[Jo
     if studies is not None:
         check_studies(config, studies)
     jobs = study_jobs(config)
+    reject_unheld_probes(jobs)
     reject_unseen_cuda(config, jobs)
     return jobs

@@ -226,6 +226,13 @@ def head_input(fits: pd.DataFrame):
                           "head input sd (input-sd units)")])
 
 
+def model_update(fits: pd.DataFrame):
+    """How far Adam's first step from init moves the head input, rms(F(θ + Δθ) − F(θ)), against
+    depth, log-log, a panel per family (DeepNet's bounded update: flat in L where bounded)."""
+    return _families([Row(pick(fits, quantity="model_update"), "depth", DEPTH,
+                          "rms(F(θ+Δθ) − F(θ))\n(input-sd units)")])
+
+
 def carry(fits: pd.DataFrame):
     """ResiDual's second stream x_d: left, its growth sd(x_d,L)/sd(x_0) against depth beside
     the growth of the stream x_a the blocks read and of Pre-LN's stream; right, sd(x_d) by

@@ -9,8 +9,9 @@ name, or CALIBRATED for the Pre-LN cells run with layerwise branch scales from a
 stage (an arm with `calibrate_from`, recognised by its `branch_scale` rows).
 
 Quantities (QUANTITIES says each one's meaning and units): per block, the raw probes; per cell,
-one number per seed (gradient ratio, stream growth, omega's decay rate, ...); across the depths
-of an arm, log-log exponents.
+one number per seed (gradient ratio, stream growth, omega's decay rate, ...; where the arm sets
+jacobian_dirs and update_lr, the Jacobian's singular values and the update after one Adam step);
+across the depths of an arm, log-log exponents.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ LAYER_QUANTITIES = {
     ("carry_var", "block"): "carry_var",
     ("branch_scale", "attn"): "branch_scale_attn",
     ("branch_scale", "mlp"): "branch_scale_mlp",
+    ("update_stream", "block"): "update_stream",
 }
 
 # every quantity: what it is, in which units (layer 0 = the input, l = 1..L the blocks)
@@ -67,6 +69,8 @@ QUANTITIES = {
     "branch_scale_attn": "the calibrated per-layer scale of the attention branch (Pre-LN + "
                          "calibrated scales only)",
     "branch_scale_mlp": "the calibrated per-layer scale of the MLP branch",
+    "update_stream": "rms(x_l(θ + Δθ) − x_l(θ)): how far Adam's first step from init moves the "
+                     "stream after block l (input-sd units; arm central, its update_lr)",
     "grad_ratio": "first/last block gradient ratio ‖g_1‖/‖g_L‖ (1 balanced; below 1 the early "
                   "blocks starve, above 1 the late ones)",
     "grad_log_sd": "sd across blocks of ln ‖g_l‖ (0 = every block the same gradient)",
@@ -92,6 +96,15 @@ QUANTITIES = {
                        "ln(stream_growth) on ln L (0.5 = sqrt(L) growth, 0 = none)",
     "carry_exponent": "the same for ResiDual's carry_growth",
     "grad_ratio_exponent": "the same for grad_ratio (< 0: the ratio falls with depth)",
+    "jacobian_rms_sv": "rms singular value of the input-output Jacobian d(head input)/dx, "
+                       "Hutchinson's estimate over jacobian_dirs Gaussian directions (1 = an "
+                       "isometry on average; dimensionless)",
+    "jacobian_max_sv": "its largest singular value after jacobian_dirs power-iteration steps on "
+                       "JᵀJ (a lower bound)",
+    "model_update": "rms(F(θ + Δθ) − F(θ)) over the head input F after Adam's first step from "
+                    "init (Δθ = −lr g/(|g| + 1e-8), every parameter; input-sd units)",
+    "model_update_exponent": "across the depths of an arm: per seed the OLS slope of "
+                             "ln(model_update) on ln L (0 = an update bounded in depth)",
 }
 
 
@@ -120,7 +133,8 @@ def per_seed(table: pd.DataFrame, cells: pd.DataFrame) -> pd.DataFrame:
     """The per-cell quantities of QUANTITIES, one value per seed: columns arm, label, seed,
     metric, value (undefined values left out)."""
     out = PerSeed()
-    for metric in ("grad_ratio", "head_input_sd", "head_token_corr"):
+    for metric in ("grad_ratio", "head_input_sd", "head_token_corr", "jacobian_rms_sv",
+                   "jacobian_max_sv", "model_update"):
         sub = table[table["metric"] == metric]
         if not sub.empty:
             out.add(metric, sub.set_index(SEED_KEYS)["value"])
@@ -152,7 +166,8 @@ def per_seed(table: pd.DataFrame, cells: pd.DataFrame) -> pd.DataFrame:
 def fit(table: pd.DataFrame, axes: dict[str, list[str]]) -> pd.DataFrame:
     """All fixes fits as one long table (quantity, KEYS, layer, the seed summary): the probes
     per block, the per-cell quantities (per_seed), and across the depths of an arm the
-    exponents stream_exponent, carry_exponent and grad_ratio_exponent (no depth or label).
+    exponents stream_exponent, carry_exponent, grad_ratio_exponent and model_update_exponent
+    (no depth or label; with the t-interval of the seed mean, ci_lo and ci_hi).
     `axes` (the axis names of each arm) is not needed: a cell's keys are its setting columns."""
     table = table.assign(fix=fix_column(table))
     cells = table.drop_duplicates(["arm", "label"])[KEYS]
@@ -169,7 +184,8 @@ def fit(table: pd.DataFrame, axes: dict[str, list[str]]) -> pd.DataFrame:
     for metric, sub in derived.groupby("metric", sort=True):
         parts.append(summarise_seeds(sub, KEYS, metric))
     for metric, name in (("stream_growth", "stream_exponent"), ("carry_growth", "carry_exponent"),
-                         ("grad_ratio", "grad_ratio_exponent")):
+                         ("grad_ratio", "grad_ratio_exponent"),
+                         ("model_update", "model_update_exponent")):
         parts.append(loglog_slopes(derived[derived["metric"] == metric], ACROSS_KEYS, "depth",
                                    name))
     return pd.concat(parts, ignore_index=True)

@@ -25,7 +25,15 @@ PROBES = (
     ("carry_growth", "2nd stream growth sd(x_d,L)/sd(x_0)"),
     ("carry_exponent", "2nd stream exponent across depths"),
 )
-ACROSS = {"grad_ratio_exponent", "stream_exponent", "carry_exponent"}  # no depth of their own
+ACROSS = {"grad_ratio_exponent", "stream_exponent", "carry_exponent",
+          "model_update_exponent"}  # no depth of their own
+# the papers' central claims at each depth (arm central): (quantity, column)
+CENTRAL = (
+    ("jacobian_rms_sv", "Jacobian rms σ"),
+    ("jacobian_max_sv", "Jacobian max σ"),
+    ("model_update", "update rms(ΔF)"),
+)
+UPDATE_EXPONENT = ("model_update_exponent", "update exponent across depths")
 
 # the first/last gradient ratio under each reading of "a block's gradient" and of the loss: the
 # arm that measures it -> its label. Under "weight matrices" no LayerNorm is counted for any
@@ -77,6 +85,25 @@ def probes_at_96(fits: pd.DataFrame) -> pd.DataFrame:
 def probes_at_192(fits: pd.DataFrame) -> pd.DataFrame:
     """probes_at_depth at L = 192."""
     return probes_at_depth(fits, 192)
+
+
+def central(fits: pd.DataFrame) -> pd.DataFrame:
+    """Every placement (rows) by the papers' central claims at each depth of the arms read: the
+    input-output Jacobian's rms and largest singular value (ReZero's dynamical isometry) and the
+    head input's rms change after one Adam step (DeepNet's bounded update), then the update's
+    log-log exponent across the depths; median across seeds [seed range]."""
+    arms = sorted(fits["arm"].unique())
+    depths = sorted(pick(fits, quantity="model_update")["depth"].unique())
+    rows = []
+    for fix in FIX_ORDER:
+        row = {}
+        for depth in depths:
+            probes = [(q, f"{column}, L = {int(depth)}") for q, column in CENTRAL]
+            last = [UPDATE_EXPONENT] if depth == depths[-1] else []
+            row.update(_row(fits, fix, arms, [*probes, *last], depth=depth) or {})
+        if row:
+            rows.append({"placement": FIX_LABELS[fix], **row})
+    return pd.DataFrame(rows)
 
 
 def reading_ratios(fits: pd.DataFrame) -> tuple[pd.DataFrame, list]:
