@@ -110,3 +110,20 @@ def corpus_file(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("corpus") / "tinyshakespeare.txt"
     fetch_corpus(path, SHIPPED_CORPUS, CORPUS_SHA256)
     return path
+
+
+def copy_encoder_weights(layer, p: dict, i: int) -> None:
+    """Copy seed i's attention and FFN weights of depthlab's block p into a PyTorch-style
+    encoder layer (`self_attn` an nn.MultiheadAttention with its packed in-projection,
+    `linear1`, `linear2`), as nn.TransformerEncoderLayer and rezero's RZTXEncoderLayer have."""
+    import torch  # here: the conftest itself does not need torch
+
+    with torch.no_grad():
+        sa = layer.self_attn
+        sa.in_proj_weight.copy_(torch.cat([p[f"w{n}"][i] for n in "qkv"]))
+        sa.in_proj_bias.copy_(torch.cat([p[f"b{n}"][i] for n in "qkv"]))
+        sa.out_proj.weight.copy_(p["wo"][i])
+        sa.out_proj.bias.copy_(p["bo"][i])
+        for n in (1, 2):
+            getattr(layer, f"linear{n}").weight.copy_(p[f"w{n}"][i])
+            getattr(layer, f"linear{n}").bias.copy_(p[f"b{n}"][i])

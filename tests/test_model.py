@@ -6,6 +6,7 @@ import math
 
 import pytest
 import torch
+from conftest import copy_encoder_weights
 from torch import nn
 
 from depthlab.core.measure import measure_cell
@@ -26,16 +27,8 @@ def torch_layer(p: dict, s: RunSettings, seed: int, norm_first: bool) -> nn.Modu
         s.d_model, s.heads, s.ffn_mult * s.d_model, dropout=0.0, activation="relu",
         batch_first=True, norm_first=norm_first, dtype=torch.float64,
     )
+    copy_encoder_weights(layer, p, seed)
     with torch.no_grad():
-        sa = layer.self_attn
-        sa.in_proj_weight.copy_(torch.cat([p[f"w{n}"][seed] for n in "qkv"]))
-        sa.in_proj_bias.copy_(torch.cat([p[f"b{n}"][seed] for n in "qkv"]))
-        sa.out_proj.weight.copy_(p["wo"][seed])
-        sa.out_proj.bias.copy_(p["bo"][seed])
-        layer.linear1.weight.copy_(p["w1"][seed])
-        layer.linear1.bias.copy_(p["b1"][seed])
-        layer.linear2.weight.copy_(p["w2"][seed])
-        layer.linear2.bias.copy_(p["b2"][seed])
         for i in (1, 2):
             getattr(layer, f"norm{i}").weight.copy_(p[f"ln{i}_w"][seed])
             getattr(layer, f"norm{i}").bias.copy_(p[f"ln{i}_b"][seed])

@@ -23,7 +23,7 @@ import types
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import ROOT
+from conftest import ROOT, copy_encoder_weights
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
@@ -79,15 +79,8 @@ def rztx_layer(rztx, p: dict, s: RunSettings, i: int) -> nn.Module:
     depthlab's ReZero block p."""
     layer = rztx(s.d_model, s.heads, s.ffn_mult * s.d_model, dropout=0.0,
                  activation=s.activation).double().eval()
+    copy_encoder_weights(layer, p, i)
     with torch.no_grad():
-        sa = layer.self_attn
-        sa.in_proj_weight.copy_(torch.cat([p[f"w{n}"][i] for n in "qkv"]))
-        sa.in_proj_bias.copy_(torch.cat([p[f"b{n}"][i] for n in "qkv"]))
-        sa.out_proj.weight.copy_(p["wo"][i])
-        sa.out_proj.bias.copy_(p["bo"][i])
-        for n in (1, 2):
-            getattr(layer, f"linear{n}").weight.copy_(p[f"w{n}"][i])
-            getattr(layer, f"linear{n}").bias.copy_(p[f"b{n}"][i])
         layer.resweight.copy_(p["alpha"][i].reshape(1))
     return layer
 
