@@ -177,6 +177,9 @@ def handles(levels: Iterable[str], style: Mapping[str, Mapping] | None = None,
     return out, [style[lv]["label"] for lv in levels]
 
 
+LEGEND_ROW_IN = 0.22  # inches of figure height per legend row (9-point text and its spacing)
+
+
 def legend(fig, levels: Iterable[str], style=None, markers: bool = True, extra=(),
            notes: Iterable[str] = (), ncol: int | None = None) -> None:
     """One legend for the figure, below its panels, listing `levels` (only what is drawn),
@@ -191,7 +194,12 @@ def legend(fig, levels: Iterable[str], style=None, markers: bool = True, extra=(
         labels.append(note)
     if hs:
         fit = max(1, int(fig.get_figwidth() / 1.6))
-        fig.legend(hs, labels, loc="outside lower center", ncol=ncol or min(len(hs), fit))
+        ncol = ncol or min(len(hs), fit)
+        # the figure grows by the legend's rows beyond the two `grid` leaves room for, so that
+        # the panels keep their size however many placements the legend lists
+        rows = -(-len(hs) // ncol)
+        fig.set_figheight(fig.get_figheight() + LEGEND_ROW_IN * max(0, rows - 2))
+        fig.legend(hs, labels, loc="outside lower center", ncol=ncol)
 
 
 def together(groups: Iterable[list[str]], style=None) -> list[str]:
