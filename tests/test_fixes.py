@@ -25,7 +25,7 @@ SCHEMA = ROOT / "workflow/schemas/config.schema.yaml"
 DEPTHS = (2, 4)
 SMALL = {"d_model": 8, "heads": 2, "tokens": 8, "seeds": 3, "grad_of": "params"}
 WEIGHTED = [p for p in ORDER if p != "rezero"]  # ReZero's weights get no gradient at init
-OWN_INIT = [p for p in ORDER if PLACEMENTS[p].init_gains is not None]  # their papers' init
+OWN_INIT = [p for p in ORDER if PLACEMENTS[p].own_init]  # their papers' or official code's init
 COMMON_INIT = [p for p in ORDER if p not in OWN_INIT]  # the placements the init axis covers
 
 

@@ -253,10 +253,12 @@ class Float64Casts(TorchFunctionMode):
         return func(*args, **kwargs)
 
 
+@pytest.mark.parametrize("placement", ["deepnorm", "deepnorm_torchscale"])
 @pytest.mark.parametrize("causal, activation", [(False, "relu"), (True, "relu"),
                                                 (False, "gelu")])
-def test_deepnorm_equals_torchscale_encoder_layer(torchscale, causal, activation):
-    """depthlab's `deepnorm` stack (Post-LN, skip path times alpha = (2N)^(1/4)) equals a stack
+def test_deepnorm_equals_torchscale_encoder_layer(torchscale, causal, activation, placement):
+    """depthlab's `deepnorm` stack (Post-LN, skip path times alpha = (2N)^(1/4)), under the
+    paper's init and under torchscale's (`deepnorm_torchscale`), equals a stack
     of torchscale's EncoderLayer (deepnorm_config) with the same weights, every block's stream
     to 1e-12, the head input being the last stream (no final LN in either: torchscale builds
     its Encoder.layer_norm only with encoder_normalize_before). Its alpha is depthlab's skip
@@ -278,7 +280,7 @@ def test_deepnorm_equals_torchscale_encoder_layer(torchscale, causal, activation
     The init differs (not compared here): test_torchscale_deepnorm_init.
     """
     ts = torchscale
-    s = small(placement="deepnorm", causal=causal, activation=activation)
+    s = small(placement=placement, causal=causal, activation=activation)
     cfg = deepnorm_config(ts, s)
     params, draw = build(s, [SEED])
     perturb_norms(params)
@@ -346,3 +348,29 @@ def test_torchscale_deepnorm_init(torchscale):
     assert divided == 8 * s.depth  # weight and bias of four maps per layer
     q = layers[0].self_attn.q_proj.weight.detach()  # PyTorch's default nn.Linear init
     assert float(q.abs().max()) <= 1 / math.sqrt(s.d_model)
+
+
+def test_deepnorm_torchscale_init_is_torchscale_s_rule(torchscale):
+    """deepnorm_torchscale's weights are PyTorch's default nn.Linear draws (those of
+    deepnorm_alpha: DeepNorm's skip, no own init) with W_V, W_O, W_1, W_2 and their biases
+    divided by torchscale's init scale, bit for bit, and W_Q, W_K as drawn: the rule
+    torchscale's Encoder applies to its default draws (test_torchscale_deepnorm_init). Its
+    input and target are every placement's."""
+    s = small(placement="deepnorm_torchscale", depth=4, seeds=2)
+    params, draw = build(s, [SEED, SEED + 1])
+    drawn, same = build(small(placement="deepnorm_alpha", depth=4, seeds=2), [SEED, SEED + 1])
+    assert torch.equal(draw.x, same.x) and torch.equal(draw.target, same.target)
+    torch.manual_seed(0)
+    encoder = torchscale.Encoder(deepnorm_config(torchscale, s))
+    torch.manual_seed(0)
+    plain = torchscale.EncoderLayer(deepnorm_config(torchscale, s), 0)
+    # torchscale's own scale, read off its Encoder: the ratio of a divided map to its draw
+    scale = float((plain.ffn.fc1.weight / encoder.layers[0].ffn.fc1.weight).detach()[0, 0])
+    assert scale == pytest.approx(math.pow(8.0 * s.depth, 0.25), rel=1e-6)
+    for ours, default in zip(params.blocks, drawn.blocks, strict=True):
+        for n in "qkvo12":
+            for kind in "wb":
+                expect = default[f"{kind}{n}"]
+                if n in "vo12":
+                    expect = expect / math.pow(8.0 * s.depth, 0.25)
+                assert torch.equal(ours[f"{kind}{n}"], expect), (kind, n)

@@ -101,8 +101,9 @@ def ref_block(name: str, x, r: Ref, layer: int, s: RunSettings, carry):
     c, a = s.skip_scale, s.residual_scale
     if name == "mix_ln":  # Post-LN for the first floor(L / 4) blocks, then Pre-LN
         name = "post" if layer <= s.depth // 4 else "pre"
-    if name in ("post", "deepnorm", "deepnorm_alpha", "deepnorm_beta"):
-        c = (2 * s.depth) ** 0.25 if name in ("deepnorm", "deepnorm_alpha") else c
+    if name in ("post", "deepnorm", "deepnorm_torchscale", "deepnorm_alpha", "deepnorm_beta"):
+        deepnorm_skip = ("deepnorm", "deepnorm_torchscale", "deepnorm_alpha")
+        c = (2 * s.depth) ** 0.25 if name in deepnorm_skip else c
         h = r.ln["ln1"](c * x + r.attn(x))
         return r.ln["ln2"](c * h + r.mlp(h)), carry
     if name == "dyt":  # Pre-LN's block; its norms are DyT (Ref.ln)

@@ -188,7 +188,8 @@ def _draw_block(s: RunSettings, w: dict[str, Tensor], g: torch.Generator,
     `g`, drawing exactly what building PyTorch's modules would draw, in their order; then an
     init of REDRAWN_INITS or a placement's own init (DeepNorm's) re-draws from `own`, so that
     `g` draws the same for every placement and init (the input and target that follow are the
-    same); then out_scale, then norms 1/0 and gates 0."""
+    same), or a placement's `init_divisors` divide the default draw (torchscale's DeepNorm);
+    then out_scale, then norms 1/0 and gates 0."""
     placement = PLACEMENTS[s.placement]
     if s.init == "fan_in":
         # weights ~ N(0, 1/fan_in), biases zero: each linear map preserves variance
@@ -214,6 +215,10 @@ def _draw_block(s: RunSettings, w: dict[str, Tensor], g: torch.Generator,
         _common_init(s, w, own)
     if placement.init_gains is not None:
         _redraw(w, placement.init_gains(s.depth), own)
+    if placement.init_divisors is not None:
+        for name, divisor in placement.init_divisors(s.depth).items():
+            w[f"w{name}"].div_(divisor)
+            w[f"b{name}"].div_(divisor)
     if s.out_scale != 1.0:
         w["wo"].mul_(s.out_scale)
         w["w2"].mul_(s.out_scale)

@@ -60,7 +60,7 @@ def deepnorm(x, op):
     decoder-only row with M = N is the same). The paper gives no bias init: zero here.
     torchscale (microsoft/torchscale, encoder.py) differs: it keeps nn.Linear's default init
     and divides fc1, fc2, out_proj and v_proj, biases included, by (8N)^(1/4); the paper's form
-    is used here."""
+    is used here, torchscale's is deepnorm_torchscale."""
     return post_ln(x, op)
 
 
@@ -124,6 +124,16 @@ def lns(x, op):
     c = 1 / math.sqrt(op.layer)
     h = op.between(op.add(x, op.attn(op.norm("ln1", x) * c), "attn"))
     return op.add(h, op.mlp(op.norm("ln2", h) * c), "mlp")
+
+
+def deepnorm_torchscale(x, op):
+    """DeepNorm as microsoft/torchscale initialises it (torchscale 0.3.0, architecture/encoder.py,
+    Encoder.__init__ under deepnorm, encoder only): DeepNorm's block and skip weight
+    a = (2N)^(1/4), every linear map with PyTorch's default nn.Linear init (its
+    MultiheadAttention's reset_parameters is not called when it is built), then the weights
+    and biases of v_proj, out_proj, fc1 and fc2 divided by (8N)^(1/4) (the registry entry's
+    `init_divisors`); q_proj, k_proj unchanged."""
+    return post_ln(x, op)
 
 
 def deepnorm_alpha(x, op):
@@ -205,19 +215,28 @@ class Placement:
     init_gains: Callable[[int], dict[str, float]] | None = None  # its own init from the depth
     #                  N: these weights re-drawn by xavier_normal_(gain) in this order after the
     #                  default torch init, all biases zero
+    init_divisors: Callable[[int], dict[str, float]] | None = None  # its own init from the
+    #                  depth N: these maps' weights and biases ("v" for wv and bv) divided by
+    #                  the given number after the default torch init
     carry: bool = False  # a second stream from the input (trace.carry) that the block adds to;
     #                  the head input is the stream plus the final LN (if any) of the carry
     embed_norm: bool = False  # a LayerNorm (gain 1, bias 0) on the input before block 1
     dyt_alpha0: float | None = None  # every norm, the final one too, is DyT with this alpha at
     #                  init (parameter <norm>_a, one scalar per seed) instead of a LayerNorm
 
+    @property
+    def own_init(self) -> bool:
+        """Whether it draws its own init (its paper's or official code's), which replaces the
+        init setting (then fixed at torch_default)."""
+        return self.init_gains is not None or self.init_divisors is not None
+
 
 # seaborn's "colorblind" palette (Okabe-Ito based), as hex so that this module needs no seaborn;
-# a placement takes one colour each, the rest are free for variants (e.g. calibrated Pre-LN)
-# and six darker hues for the variants beyond its ten
+# a placement takes one colour each, the rest are free for variants (e.g. calibrated Pre-LN);
+# six darker hues and a magenta for the variants beyond its ten
 PALETTE = ("#0173b2", "#de8f05", "#029e73", "#d55e00", "#cc78bc", "#ca9161", "#fbafe4",
            "#949494", "#ece133", "#56b4e9", "#7f2704", "#023858", "#00441b", "#54278f",
-           "#252525", "#b2182b")
+           "#252525", "#b2182b", "#e7298a")
 # the families of faceted figures: where the LayerNorm sits relative to the skip path
 POST = "LN after the residual join"
 PRE = "LN inside the branch"
@@ -232,6 +251,11 @@ def _deepnorm_gains(n: int) -> dict[str, float]:
 
 def _deepnorm_skip(n: int) -> float:
     return (2 * n) ** 0.25
+
+
+def _torchscale_divisors(n: int) -> dict[str, float]:
+    scale = math.pow(8.0 * n, 0.25)  # torchscale's init_scale, computed as it does
+    return dict.fromkeys(("v", "o", "1", "2"), scale)
 
 
 def _t_fixup_gains(n: int) -> dict[str, float]:
@@ -270,6 +294,10 @@ PLACEMENTS: dict[str, Placement] = {p.name: p for p in (
     # Pre-LN's flags (the 1/sqrt(l) sits inside the branch, before Attn / FFN)
     Placement("lns", "LN-Scaling", PALETTE[8], "<", PRE, lns, residual=True, branch_scales=True,
               telescopes=True, final_norm=True),
+    # DeepNorm's block with torchscale's init (Post-LN's flags)
+    Placement("deepnorm_torchscale", "DeepNorm (torchscale init)", PALETTE[16], (6, 1, 0), POST,
+              deepnorm_torchscale, residual=True, branch_scales=False, telescopes=False,
+              final_norm=False, skip=_deepnorm_skip, init_divisors=_torchscale_divisors),
     # DeepNorm's two changes apart (Post-LN's flags): its skip weight, its init
     Placement("deepnorm_alpha", "DeepNorm α only", PALETTE[10], "p", POST, deepnorm_alpha,
               residual=True, branch_scales=False, telescopes=False, final_norm=False,

@@ -156,12 +156,12 @@ class RunSettings:
                 f"{where}: skip_scale={self.skip_scale!r} does not apply to placement "
                 f"{self.placement!r} (its skip scale is fixed by its definition)"
             )
-        if placement.init_gains is not None:
+        if placement.own_init:
             for key, default in (("init", "torch_default"), ("attention", "linear")):
                 if getattr(self, key) != default:
                     raise ConfigError(
                         f"{where}: {key}={getattr(self, key)!r} does not apply to placement "
-                        f"{self.placement!r}, which draws its own init of q, k, v, o, W1, W2 "
+                        f"{self.placement!r}, which has its own init of q, k, v, o, W1, W2 "
                         f"(needs {key}={default!r})"
                     )
         if placement.gates and self.grad_of == "weights":

@@ -39,9 +39,12 @@ from depthlab.studies.fixes.tables import (
     width_depth,
 )
 
-# the placements' look, and the calibrated Pre-LN variant's: the one colour left, dashed
+# the placements' look, and the calibrated Pre-LN variant's: the first colour no placement
+# takes, dashed
 FIX_STYLE = {**PLACEMENT_STYLE, CALIBRATED: {
-    "label": FIX_LABELS[CALIBRATED], "color": PALETTE[len(PLACEMENTS)], "marker": ">",
+    "label": FIX_LABELS[CALIBRATED],
+    "color": next(c for c in PALETTE if c not in {p.color for p in PLACEMENTS.values()}),
+    "marker": ">",
     "dashes": (4, 1.5)}}
 FAMILY_OF = {**{name: p.family for name, p in PLACEMENTS.items()},
              CALIBRATED: PLACEMENTS["pre"].family}

@@ -152,9 +152,10 @@ INIT_NAMES = {"torch_default": "PyTorch default", "normal": "N(0, 0.02²)",
 
 
 def _init_name(fix: str, init: str) -> str:
-    """The init a cell's weights come from: its placement's own (its paper's) where it has one
-    (it then runs with the setting torch_default), else the init setting's."""
-    return "its paper's" if PLACEMENTS[fix].init_gains is not None else INIT_NAMES[init]
+    """The init a cell's weights come from: its placement's own (its paper's or its official
+    code's) where it has one (it then runs with the setting torch_default), else the init
+    setting's."""
+    return "its own" if PLACEMENTS[fix].own_init else INIT_NAMES[init]
 
 
 def init_axis(fits: pd.DataFrame) -> pd.DataFrame:
