@@ -154,12 +154,12 @@ def test_five_steps_lower_the_training_loss(corpus, placement):
     assert set(frame["step"]) == {0, 1, 2, 3, 4, 5}
     assert frame["value"].notna().all()
     # the first update moved the output, by a small fraction of its size
-    update = frame.loc[frame["metric"] == "model_update", ["step", "value"]]
+    update = frame.loc[frame["metric"] == "relative_update", ["step", "value"]]
     assert len(update) == s.seeds and (update["step"] == 1).all()
     assert ((update["value"] > 0) & (update["value"] < 1)).all()
 
 
-def test_model_update_is_the_relative_change_of_the_output():
+def test_relative_update_is_the_relative_change_of_the_output():
     before = torch.randn(2, 6, 4, dtype=torch.float64)
     after = before.clone()
     after[1] *= 1.25

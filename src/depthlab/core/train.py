@@ -128,11 +128,11 @@ def head_input(model: CharModel, ids: Tensor, s: RunSettings) -> Tensor:
 
 
 def update_rows(before: Tensor, after: Tensor, seeds: list[int]) -> pd.DataFrame:
-    """`model_update` at step 1: the relative change of the model's output (what the head
+    """`relative_update` at step 1: the relative change of the model's output (what the head
     reads on the probe batch) made by the first optimiser step, ||F(θ + Δθ) − F(θ)|| / ||F(θ)||
     per seed (Frobenius norms; DeepNet's "model update", Wang et al. 2022, sec. 3)."""
     change = (after - before).flatten(1).norm(dim=1) / before.flatten(1).norm(dim=1)
-    return _loss_rows("model_update", [1], change[None], seeds)
+    return _loss_rows("relative_update", [1], change[None], seeds)
 
 
 @torch.no_grad()
