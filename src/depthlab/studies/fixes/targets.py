@@ -98,7 +98,8 @@ TARGETS = declare(
         "the default zero the biases, drawn from a second generator per seed so that every "
         "init sees the same input and target. Biases off: the same draws, then no bias in "
         "the forward pass or the gradient. DeepNorm, DeepNorm β only and T-Fixup draw their "
-        f"papers' own init. MSE loss. {READINGS} {DEFINITIONS}",
+        "papers' own init; DeepNorm (torchscale init) scales PyTorch's default draw as "
+        f"torchscale does. MSE loss. {READINGS} {DEFINITIONS}",
         caption="The init-time probes of every placement under four inits and with or "
         "without biases at L = 24 and 96: the first/last gradient ratio under both readings "
         "of a block's gradient, stream growth, ω's decay rate and the token cosine after the "
