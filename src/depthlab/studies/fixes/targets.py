@@ -1,12 +1,14 @@
 """The tables and figures of the fixes study (issue 18: do the literature's fixes fix it?),
 declared once."""
 
+from depthlab.pipeline.placements import PLACEMENTS
 from depthlab.pipeline.targets import Target, declare
 
 DEPTH_ARMS = ("depth", "calibrated")  # every placement across depths; calibrated Pre-LN
 WIDTH_ARMS = ("depth", "width_*")  # the depth arm gives the study's own width
 READING_ARMS = ("depth", "grad_*")  # the gradient ratio under each reading of block and loss
 INIT_ARMS = ("init", "init_weights", "own_init")  # the init axis x the bias axis
+OWN_INIT = ", ".join(p.label for p in PLACEMENTS.values() if p.own_init)
 READINGS = ("Readings: the block's gradient over all its parameters (weights, biases, its "
             "LayerNorms, its gates) or over its six weight matrices only; MSE to N(0, 1) "
             "targets or cross-entropy of a linear head against uniform random classes. With "
@@ -97,9 +99,8 @@ TARGETS = declare(
         "GPT-2's (N(0, 0.02²), W_o and W_2 at 0.02/√(2L)); xavier (normal, gain 1); all but "
         "the default zero the biases, drawn from a second generator per seed so that every "
         "init sees the same input and target. Biases off: the same draws, then no bias in "
-        "the forward pass or the gradient. DeepNorm, DeepNorm β only and T-Fixup draw their "
-        "papers' own init; DeepNorm (torchscale init) scales PyTorch's default draw as "
-        f"torchscale does. MSE loss. {READINGS} {DEFINITIONS}",
+        f"the forward pass or the gradient. {OWN_INIT} draw their own init (their paper's or "
+        f"official code's). MSE loss. {READINGS} {DEFINITIONS}",
         caption="The init-time probes of every placement under four inits and with or "
         "without biases at L = 24 and 96: the first/last gradient ratio under both readings "
         "of a block's gradient, stream growth, ω's decay rate and the token cosine after the "
