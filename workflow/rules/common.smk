@@ -10,15 +10,8 @@ import yaml
 
 from snakemake.utils import validate
 
-# the package in this workflow's src/ is the one hashed below AND the one jobs import
-# (scripts otherwise import whatever `pip install -e` points at)
-sys.path.insert(0, f"{DEPTHLAB}/src")
-os.environ.update(
-    PYTHONPATH=os.pathsep.join(
-        [f"{DEPTHLAB}/src", *filter(None, [os.environ.get("PYTHONPATH")])]
-    )
-)
-
+# (the Snakefile puts this workflow's src/ first on sys.path and PYTHONPATH: the package hashed
+# below is the one jobs import)
 from depthlab.claims.schema import load_claims
 from depthlab.pipeline import paths, requests
 from depthlab.pipeline.catalogue import Catalogue, unshared
@@ -29,7 +22,13 @@ from depthlab.pipeline.settings import ConfigError
 from depthlab.pipeline.validate import check_config
 from depthlab.studies import STUDIES, TARGETS
 
-SCHEMA = f"{DEPTHLAB}/workflow/schemas/config.schema.yaml"
+# a named run works in its own folder (the Snakefile's `workdir:`): the config's relative paths
+# name files relative to where snakemake was started, so they are made relative to that folder
+if os.getcwd() != STARTED_IN:
+    for key in ("claims", "corpus_path"):
+        path = config.get(key)
+        if isinstance(path, str) and path and not os.path.isabs(path):
+            config[key] = os.path.relpath(os.path.join(STARTED_IN, path))
 # the default claims file (this workflow's own), checked too (validate() fills defaults later)
 config.setdefault("claims", os.path.relpath(f"{DEPTHLAB}/config/claims.yaml"))
 try:
@@ -42,6 +41,9 @@ try:
 except ConfigError as err:
     sys.exit(f"config error: {err}")  # one line, no traceback, before any job runs
 validate(config, SCHEMA)  # passes now; fills the schema's defaults
+if config.get("run") == {}:
+    # no named run: its config (rule provenance's params) stays as it was before `run:` existed
+    del config["run"]
 JOBS = CATALOGUE.jobs
 
 # cells whose numbers another job's cell gives are copied from its shard, not measured again
