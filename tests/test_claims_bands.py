@@ -1,11 +1,13 @@
 """The ledger's rules on known truth (issue 23): the band of a note's statistic covers the
-statistic of a fresh sample at the nominal rate, the outcome rules table-driven, the binomial
-rule that excludes a reading, and the whitelist evaluator of the claims file's expressions."""
+statistic of a fresh sample at the nominal rate (on log for positive skewed statistics, issue 36
+item 7), band-sigmas by hand, the outcome rules table-driven, the binomial rule that excludes a
+reading, and the whitelist evaluator of the claims file's expressions."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from depthlab.claims import bands, outcomes
 from depthlab.claims.expressions import ExpressionError, NotInGrid, evaluate
@@ -14,29 +16,153 @@ STATISTICS = {
     "median": lambda x: np.median(x, axis=-1),
     "mean": lambda x: np.mean(x, axis=-1),
     "seed0": lambda x: x[..., 0],
+    "ratio": lambda a, b: a.mean(axis=-1) / b.mean(axis=-1),  # a pooled ratio of seed means
 }
 
 
-@pytest.mark.parametrize("statistic, n, pool", [
-    ("median", 6, 36),  # stack96: a median of 6 seeds against our pool of 36
-    ("median", 6, 30),
-    ("mean", 24, 24),  # varsplit: a mean of 24 seeds against our 24
-    ("seed0", 1, 36),  # a note's seed 0 against our pool
+def _t3(rng, shape, cut=-9.5):
+    """Student t, 3 degrees of freedom, truncated below `cut` (keeps 2 + 0.2 t > 0)."""
+    return stats.t.ppf(rng.uniform(stats.t.cdf(cut, 3), 1, size=shape), 3)
+
+
+def _lognormal_pair(rng, shape):
+    """Paired positive per-seed arrays (a, b): b log-normal (log-sd 0.5), the per-seed ratio
+    a / b log-normal about 0.023 with log-sd 1 (a gradient-norm ratio)."""
+    b = np.exp(0.5 * rng.normal(size=shape))
+    return 0.023 * b * np.exp(rng.normal(size=shape)), b
+
+
+def _t3_pair(rng, shape):
+    """Paired positive per-seed arrays (a, b) with t3 tails, a / b about 1.5."""
+    b = 2.0 + 0.2 * _t3(rng, shape)
+    return b * (1.5 + 0.15 * _t3(rng, shape)), b
+
+
+POOLS = {  # per-seed values of `shape` (trials, seeds), as a tuple of paired arrays
+    "normal": lambda rng, shape: (rng.normal(3.0, 0.2, size=shape),),
+    "lognormal": lambda rng, shape: (0.023 * np.exp(rng.normal(size=shape)),),
+    "lognormal pair": _lognormal_pair,
+    "t3": lambda rng, shape: (3.0 + 0.2 * rng.standard_t(3, size=shape),),
+    "exp t3": lambda rng, shape: (0.023 * np.exp(rng.standard_t(3, size=shape)),),
+    "t3 pair": _t3_pair,
+}
+TRIALS = 4000
+
+
+def _coverage(pools, statistic, n, pool, log, trials=TRIALS, chunk=100, seed=11):
+    """The fraction of trials whose fresh n-sample statistic lies in the band drawn from an
+    independent pool: prediction_band's computation (the statistic at bands.resamples, then
+    bands.band_of_draws) for a chunk of trials at once."""
+    rng = np.random.default_rng(seed)
+    make, stat = POOLS[pools], STATISTICS[statistic]
+    idx = bands.resamples(pool, n)
+    inside = 0
+    for start in range(0, trials, chunk):
+        size = min(chunk, trials - start)
+        ours = make(rng, (size, pool))
+        note = stat(*make(rng, (size, n)))
+        lo, _, hi = bands.band_of_draws(stat(*(x[:, idx] for x in ours)), n, pool, log)
+        inside += np.sum((lo <= note) & (note <= hi))
+    return inside / trials
+
+
+def _misses(coverage, why):
+    """A case whose coverage here is outside 95% +- 2% (issue 36 item 7), and why."""
+    return pytest.mark.xfail(strict=True, reason=f"coverage {coverage}: {why}")
+
+
+SKEWED_MEAN = ("a mean of log-skewed seeds: a pool that lacks the upper tail understates its "
+               "spread (misses above {}); a kurtosis-df widening on log gives {}, a "
+               "double-bootstrap-calibrated one {}")
+HEAVY_MEAN = ("a mean of t3-tailed seeds: a pool that lacks the tails understates its spread; "
+              "a kurtosis-df widening gives {} (seeds 1-3), a calibrated one {} (600 trials)")
+
+
+@pytest.mark.parametrize("pools, statistic, n, pool, log", [
+    ("normal", "median", 6, 36, False),  # stack96: a median of 6 seeds against our pool of 36
+    ("normal", "median", 6, 30, False),
+    ("normal", "mean", 24, 24, False),  # varsplit: a mean of 24 seeds against our 24
+    ("normal", "seed0", 1, 36, False),  # a note's seed 0 against our pool
+    ("lognormal", "median", 6, 36, True),
+    pytest.param("lognormal pair", "ratio", 6, 36, True, marks=_misses(
+        0.9225, SKEWED_MEAN.format("5.6%, below 2.2%", "0.92-0.93", "0.93"))),
+    pytest.param("lognormal pair", "ratio", 24, 24, True, marks=_misses(
+        0.8965, SKEWED_MEAN.format("8.5%, below 1.9%", "0.90-0.91", "0.90"))),
+    ("lognormal", "seed0", 1, 36, True),  # one seed: exactly the normal seed0 case, on log
+    ("t3", "median", 6, 36, False),
+    ("t3", "seed0", 1, 36, False),
+    ("exp t3", "median", 6, 36, True),
+    ("exp t3", "seed0", 1, 36, True),
+    pytest.param("t3 pair", "ratio", 6, 36, True, marks=_misses(
+        0.9275, HEAVY_MEAN.format("0.926-0.940", "0.94"))),
+    pytest.param("t3 pair", "ratio", 24, 24, True, marks=_misses(
+        0.9277, HEAVY_MEAN.format("0.938-0.944", "0.92"))),
 ])
-def test_the_band_covers_a_fresh_sample_s_statistic_95_percent_of_the_time(statistic, n, pool):
-    """Known truth: pool and note sample drawn from one normal distribution; the 95% band
-    from the pool must hold the note's statistic in 95% +- 2% of 2,000 replications (the
-    plain bootstrap quantiles, without the widening, cover 91-94% here)."""
-    rng = np.random.default_rng(11)
-    stat = STATISTICS[statistic]
-    hits = 0
-    reps = 2000
-    for _ in range(reps):
-        values = rng.normal(3.0, 0.2, size=pool)
-        note = float(stat(rng.normal(3.0, 0.2, size=n)))
-        lo, hi = bands.prediction_band(lambda idx, v=values: stat(v[idx]), pool, n)
-        hits += lo <= note <= hi
-    assert 0.93 <= hits / reps <= 0.97, hits / reps
+def test_the_band_covers_a_fresh_sample_s_statistic_95_percent_of_the_time(
+        pools, statistic, n, pool, log):
+    """Known truth: pool and note sample drawn from one distribution (normal and t3 with the
+    linear band; log-normal, exp(t3) and the positive ratio pairs with the log band); the 95%
+    band from the pool must hold the note's statistic in 95% +- 2% of 4,000 replications (the
+    plain bootstrap quantiles, without the widening, cover 91-94% on normal data)."""
+    coverage = _coverage(pools, statistic, n, pool, log)
+    assert 0.93 <= coverage <= 0.97, coverage
+
+
+def test_prediction_band_is_the_vectorised_band_of_each_pool():
+    a, b = _lognormal_pair(np.random.default_rng(3), (2, 36))
+    stat, idx = STATISTICS["ratio"], bands.resamples(36, 6)
+    lo, mid, hi = bands.band_of_draws(stat(a[:, idx], b[:, idx]), 6, 36, log=True)
+    for t in range(2):
+        one = lambda i, t=t: stat(a[t][i], b[t][i])  # noqa: E731
+        assert bands.prediction_band_with_centre(one, 36, 6, log=True) == pytest.approx(
+            (lo[t], mid[t], hi[t]), rel=1e-12)
+        assert bands.prediction_band(one, 36, 6, log=True) == pytest.approx((lo[t], hi[t]),
+                                                                             rel=1e-12)
+    assert not np.allclose(bands.prediction_band(one, 36, 6), (lo[1], hi[1]))
+
+
+def test_the_log_band_widens_the_log_draws_and_maps_them_back():
+    # draws exp(x), x evenly from -1 to 1: quantiles of x at 2.5/50/97.5% are -0.95, 0, 0.95
+    draws = np.exp(np.linspace(-1, 1, 1001))
+    f = np.sqrt(1 + 6 / 36) * 2.0301 / 1.9600 * np.sqrt(36 / 35)  # printed t and z tables
+    assert bands.band_of_draws(draws, 6, 36, log=True) == pytest.approx(
+        (np.exp(-0.95 * f), 1.0, np.exp(0.95 * f)), rel=1e-4)
+    assert bands.band_of_draws(draws, 6, 36) == pytest.approx(
+        (1 - f * (1 - np.exp(-0.95)), 1.0, 1 + f * (np.exp(0.95) - 1)), rel=1e-4)
+    v = np.linspace(-1.0, 1.0, 36)
+    with pytest.raises(ValueError, match=r"log band needs positive draws: \d+ of 4000"):
+        bands.prediction_band(lambda idx: v[idx][:, 0], 36, 1, log=True)
+    lo, hi = bands.prediction_band(lambda idx: v[idx][:, 0], 36, 1)
+    assert lo < -1 and hi > 1
+
+
+Z = 1.959964  # z(0.975) from printed tables
+
+
+@pytest.mark.parametrize("value, lo, mid, hi, log, expected", [
+    (4.0, 1.0, 2.0, 4.0, False, Z),  # on the upper edge
+    (1.0, 1.0, 2.0, 4.0, False, -Z),  # on the lower edge
+    (3.0, 1.0, 2.0, 4.0, False, Z / 2),  # halfway up: sigma = (4 - 2) / z
+    (1.5, 1.0, 2.0, 4.0, False, -Z / 2),  # halfway down: sigma = (2 - 1) / z
+    (6.0, 1.0, 2.0, 4.0, False, 2 * Z),
+    (2.0, 1.0, 2.0, 4.0, False, 0.0),
+    (4.0, 1.0, 2.0, 4.0, True, Z),  # symmetric on log: log 2 each side
+    (1.0, 1.0, 2.0, 4.0, True, -Z),
+    (8.0, 1.0, 2.0, 4.0, True, 2 * Z),
+    (2 * np.sqrt(2), 1.0, 2.0, 4.0, True, Z / 2),  # log(sqrt 2) = half of log 2
+    (2 * np.sqrt(2), 1.0, 2.0, 4.0, False, (2 * np.sqrt(2) - 2) / 2 * Z),
+    (np.sqrt(2), 1.0, 2.0, 4.0, True, -Z / 2),
+    (0.01, 0.005, 0.023, 0.09, True, -np.log(2.3) / np.log(4.6) * Z),
+    (5.0, 1.0, 2.0, 2.0, False, np.inf),  # no upper half: any value above is infinitely out
+])
+def test_band_sigma_is_the_distance_in_the_half_band_on_the_value_s_side(
+        value, lo, mid, hi, log, expected):
+    assert bands.band_sigma(value, lo, mid, hi, log=log) == pytest.approx(expected, rel=1e-6)
+
+
+def test_band_sigma_on_log_needs_positive_numbers():
+    with pytest.raises(ValueError, match="log band-sigma needs positive values"):
+        bands.band_sigma(0.0, 0.005, 0.023, 0.09, log=True)
 
 
 def test_the_widening_grows_as_the_pool_shrinks():
@@ -58,38 +184,57 @@ def test_estimate_is_the_note_s_statistic_with_our_interval():
 
 
 S, C, U = outcomes.SUPPORTED, outcomes.CONTRADICTED, outcomes.INCONCLUSIVE  # U: undecided
+W = outcomes.UNINFORMATIVE  # too wide to tell
 
 
 @pytest.mark.parametrize("value, h, lo, hi, reference, expected", [
-    (2.89, 0.005, 2.79, 3.12, 1, S),  # inside the band, 1 far outside it
+    (2.89, 0.05, 2.79, 3.12, 1, S),  # inside the band, 1 far outside it
     (2.89, 0.005, 2.95, 3.12, 1, C),  # outside the band
     (2.94, 0.05, 2.95, 3.12, 1, S),  # within the note's precision of the band
-    (0.773, 0.0005, 0.47, 1.10, 1, U),  # inside, but the band holds 1 (no tilt)
-    (0.773, 0.0005, 0.47, 1.10, None, S),
+    (0.773, 0.05, 0.47, 1.10, 1, U),  # inside, but the band holds 1 (no tilt)
+    (0.773, 0.05, 0.47, 1.10, None, S),
     (0.031, 0.0005, 0.05, 0.30, 1, C),
+    (2.89, 0.005, 2.79, 3.12, 1, W),  # inside, but the band is 33x the printed precision
+    (0.773, 0.0005, 0.47, 1.10, 1, W),  # a wide band that holds 1 is uninformative too
 ])
-def test_number_outcomes(value, h, lo, hi, reference, expected):
-    assert outcomes.number(value, h, lo, hi, reference) == expected
+def test_a_sample_number_against_its_band(value, h, lo, hi, reference, expected):
+    assert outcomes.sample(value, h, lo, hi, reference) == expected
+
+
+@pytest.mark.parametrize("value, h, lo, hi, expected", [
+    (-0.5, 0.05, -0.52, -0.47, S),  # our interval inside the margin
+    (-0.5, 0.05, -0.667, -0.435, W),  # wider than the margin: cannot lie inside it
+    (1.0, 0.5, 1.115, 1.539, U),  # overlapping the edge is not support (issue 36)
+    (1.0, 0.05, 0.940, 1.051, W),
+    (1.0, 0.05, 1.06, 1.08, C),
+])
+def test_a_prediction_against_our_interval(value, h, lo, hi, expected):
+    assert outcomes.prediction(value, h, lo, hi) == expected
 
 
 @pytest.mark.parametrize("kind, x, lo, hi, expected", [
     ("above", 0, 0.1, 0.2, S), ("above", 0, -0.2, -0.1, C), ("above", 0, -0.1, 0.1, U),
     ("below", 1, 0.2, 0.9, S), ("below", 1, 1.1, 1.3, C), ("below", 1, 0.9, 1.1, U),
     ("between", [1, 2], 1.2, 1.8, S), ("between", [1, 2], 2.1, 2.5, C),
-    ("between", [1, 2], 1.5, 2.5, U), ("contains", 0, -0.1, 0.1, S),
-    ("contains", 0, 0.1, 0.2, C),
+    ("between", [1, 2], 1.5, 2.5, U), ("between", [-0.1, 0.1], -0.055, 0.48, W),
 ])
 def test_direction_outcomes(kind, x, lo, hi, expected):
     assert outcomes.direction(kind, x, lo, hi) == expected
 
 
+def test_the_interval_holds_zero_is_no_direction():
+    with pytest.raises(ValueError, match="no direction 'contains'"):
+        outcomes.direction("contains", 0, -0.1, 0.1)
+
+
 @pytest.mark.parametrize("value, h, intervals, expected", [
     (1.0, 0.05, [(0.98, 1.02), (0.97, 1.01)], S),
     (1.0, 0.05, [(0.98, 1.02), (1.10, 1.20)], C),
-    (1.0, 0.05, [(0.90, 1.10), (0.97, 1.01)], U),
+    (1.0, 0.05, [(0.90, 1.10), (0.97, 1.01)], W),  # one member wider than the margin
+    (1.0, 0.05, [(1.04, 1.06), (0.97, 1.01)], U),  # one across the margin's edge
     (None, 0.05, [(2.30, 2.35), (2.33, 2.38)], S),
     (None, 0.05, [(1.28, 1.71), (3.22, 4.33)], C),
-    (None, 0.05, [(2.0, 2.8), (2.1, 2.9)], U),
+    (None, 0.05, [(2.0, 2.8), (2.1, 2.9)], W),
 ])
 def test_invariance_outcomes(value, h, intervals, expected):
     assert outcomes.invariance(value, h, intervals) == expected

@@ -53,6 +53,10 @@ rule fig_contact_sheet:
         "../scripts/contact_sheet.py"
 
 
+# the ledger of the named run `confirm` (config/confirm.yaml), relative to this run's folder
+CONFIRM_LEDGER = f"runs/confirm/{paths.LEDGER['parquet']}"
+
+
 # docs/RESULTS.md from this run's ledger, and (in place, between its markers) the README's
 # summary line: committed, run on the default study, so the prose cannot drift from the data
 rule docs_results:
@@ -61,6 +65,8 @@ rule docs_results:
         ledger=paths.LEDGER["parquet"],
         readings=paths.LEDGER["readings"],
         rules=f"{DEPTHLAB}/docs/claims_rules.md",
+        # the confirmatory run's ledger (config/confirm.yaml), set beside it where it was run
+        confirm=lambda w: [CONFIRM_LEDGER] if os.path.exists(CONFIRM_LEDGER) else [],
     output:
         results=f"{DEPTHLAB}/docs/RESULTS.md",
     log:

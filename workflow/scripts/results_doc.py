@@ -17,7 +17,8 @@ source = (f"`results/claims.parquet` of commit {meta.get('git_commit', '')[:12] 
           f"{meta.get('config_hash', '')})")
 rules = Path(snakemake.input.rules).read_text()
 readings = pd.read_csv(snakemake.input.readings, keep_default_na=False)
-write_text(results_doc(table, readings, rules, source), snakemake.output.results)
+confirm = pd.read_parquet(snakemake.input.confirm[0]) if snakemake.input.confirm else None
+write_text(results_doc(table, readings, rules, source, confirm), snakemake.output.results)
 # the README's summary line sits between two markers; only that line is rewritten (in place:
 # README.md is no declared output, which Snakemake would delete before the job)
 readme_path = Path(snakemake.output.results).parents[1] / "README.md"

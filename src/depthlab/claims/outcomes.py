@@ -1,61 +1,80 @@
-"""The outcome rules, the same for every kind of claim (docs/claims_rules.md, "Outcomes").
+"""The outcome rule, one for every kind of claim (docs/claims_rules.md, "Outcomes").
 
-Pure functions of numbers: a band or an interval, the note's value or direction, its printed
-precision h (half a unit of its last digit). Each returns one of SUPPORTED, CONTRADICTED,
-INCONCLUSIVE:
+Pure functions of numbers. Every kind that sets an interval against a claim uses `region`: our
+interval inside the claim's region -> supported, disjoint from it -> contradicted, overlapping
+its edge -> inconclusive. The regions by kind:
 
-- a number the note measured (a sample of its own seeds): the note's value +- h meets the band
-  of its statistic at its seed count -> supported, unless the band also holds the value that
-  reverses the note's conclusion (its `reference`: a ratio's 1, a slope's 0) -> inconclusive;
-  the note's value outside the band -> contradicted;
-- a number the note predicts (a theory's constant): the same, with our estimate's 95% interval
-  in place of the band;
-- a direction: our estimate's interval wholly on the claimed side -> supported, wholly on the
-  other -> contradicted, straddling -> inconclusive; for several members, supported if all
-  are, contradicted if any is;
-- an invariance: every member's interval inside one band of width 2h (around the note's value
-  if it states one) -> supported; two members (or a member and the note's value) further
-  apart than that -> contradicted; otherwise inconclusive;
-- a curve: per k, the interval inside formula(k) (1 +- rel) -> supported at k, disjoint ->
-  contradicted at k; the curve as a member claim over k.
+- a number the note predicts (a theory's constant, `source: prediction`): value +- its
+  tolerance h, an equivalence margin set in advance;
+- a direction: the half-line beyond x (above, below); a range [a, b] (between), which is also
+  how a sentence of sameness ("stationary", "no trend") is written: an equivalence margin;
+- an invariance: value +- h per member (or, with no value, all members within 2h);
+- a curve: formula(k) (1 +- rel) per k, on a simultaneous band over k.
+
+A number the note measured (a sample of its own seeds) is the one kind judged the other way
+round, as a draw of its statistic: the note's value +- h inside the band of that statistic ->
+supported (inconclusive where the band also holds the value that reverses the note's
+conclusion), outside -> contradicted.
+
+Where the interval (or band) is wider than the deviation the sentence is about (wider than a
+region of finite width, or a band more than NOISE times the note's printed precision), an
+outcome that is not a contradiction is UNINFORMATIVE: consistent, never counted.
 """
 
 from __future__ import annotations
 
-from math import comb
+from math import comb, inf
 
 SUPPORTED, CONTRADICTED, INCONCLUSIVE = "supported", "contradicted", "inconclusive"
+UNINFORMATIVE = "consistent (uninformative)"  # too wide to tell: listed, never counted
 BY_CONSTRUCTION = "holds by construction"
 QUESTION = "question (no claim)"  # a question the note leaves open, answered, never graded
+NOT_COUNTED = "not counted"  # an assumption, possibility or hypothesis: measured, listed
+IDENTIFIES = "identifies a reading"  # a note's number that chose a reading: not graded again
 NOT_MEASURABLE, NOT_COMPARABLE, NOT_MEASURED = "not measurable", "not comparable", "not measured"
-OUTCOMES = (SUPPORTED, CONTRADICTED, INCONCLUSIVE, BY_CONSTRUCTION, QUESTION, NOT_MEASURABLE,
-            NOT_COMPARABLE, NOT_MEASURED)
+OUTCOMES = (SUPPORTED, CONTRADICTED, INCONCLUSIVE, UNINFORMATIVE, IDENTIFIES, NOT_COUNTED,
+            BY_CONSTRUCTION, QUESTION, NOT_MEASURABLE, NOT_COMPARABLE, NOT_MEASURED)
 GRADED = (SUPPORTED, CONTRADICTED, INCONCLUSIVE)  # the outcomes counted as evidence
+MEASURED = (*GRADED, UNINFORMATIVE)  # an interval was set against the claim
+NOISE = 10  # a band this many times the note's printed precision (2h) cannot test its digit
 
 
-def number(value: float, h: float, lo: float, hi: float, reference: float | None) -> str:
-    """A number against a band (or an interval) [lo, hi] at precision h."""
+def region(lo: float, hi: float, a: float, b: float) -> str:
+    """Our interval [lo, hi] against the claim's region [a, b] (a, b may be infinite): inside
+    supported, disjoint contradicted, overlapping its edge inconclusive; uninformative where
+    the region has a finite width and the interval is wider (it can never lie inside)."""
+    if hi < a or lo > b:
+        return CONTRADICTED
+    if a <= lo and hi <= b:
+        return SUPPORTED
+    return UNINFORMATIVE if hi - lo > b - a else INCONCLUSIVE
+
+
+def prediction(value: float, h: float, lo: float, hi: float) -> str:
+    """A predicted number value +- h (the margin) against our 95% interval [lo, hi]."""
+    return region(lo, hi, value - h, value + h)
+
+
+def sample(value: float, h: float, lo: float, hi: float, reference: float | None) -> str:
+    """A number the note measured (value, printed to +- h) against the band [lo, hi] of its
+    statistic at its seed count; uninformative where the band is over NOISE x 2h wide."""
     if value + h < lo or value - h > hi:
         return CONTRADICTED
+    if h > 0 and hi - lo > NOISE * 2 * h:
+        return UNINFORMATIVE
     if reference is not None and lo <= reference <= hi:
         return INCONCLUSIVE
     return SUPPORTED
 
 
 def direction(kind: str, x, lo: float, hi: float) -> str:
-    """An interval [lo, hi] against a direction: above x, below x, between [a, b],
-    contains x."""
+    """An interval [lo, hi] against a direction: above x, below x, between [a, b]."""
     if kind == "above":
-        return SUPPORTED if lo > x else CONTRADICTED if hi < x else INCONCLUSIVE
+        return region(lo, hi, x, inf)
     if kind == "below":
-        return SUPPORTED if hi < x else CONTRADICTED if lo > x else INCONCLUSIVE
+        return region(lo, hi, -inf, x)
     if kind == "between":
-        a, b = x
-        if a <= lo and hi <= b:
-            return SUPPORTED
-        return CONTRADICTED if hi < a or lo > b else INCONCLUSIVE
-    if kind == "contains":
-        return SUPPORTED if lo <= x <= hi else CONTRADICTED
+        return region(lo, hi, *x)
     raise ValueError(f"no direction {kind!r}")
 
 
@@ -66,30 +85,31 @@ def answer(at: float, lo: float, hi: float) -> str:
 
 
 def members(outcomes: list[str]) -> str:
-    """A claim about several members: supported if all are, contradicted if any is."""
+    """A claim about several members: contradicted if any is, supported if all are,
+    uninformative if any member is too wide to tell, else inconclusive."""
     if CONTRADICTED in outcomes:
         return CONTRADICTED
-    return SUPPORTED if all(o == SUPPORTED for o in outcomes) else INCONCLUSIVE
+    if all(o == SUPPORTED for o in outcomes):
+        return SUPPORTED
+    return UNINFORMATIVE if UNINFORMATIVE in outcomes else INCONCLUSIVE
 
 
 def invariance(value: float | None, h: float, intervals: list[tuple[float, float]]) -> str:
     """Members' intervals against 'the same in every member' (at value, if stated) within h."""
-    lo, hi = min(a for a, _ in intervals), max(b for _, b in intervals)
     if value is not None:
-        if any(b < value - h or a > value + h for a, b in intervals):
-            return CONTRADICTED
-        return SUPPORTED if value - h <= lo and hi <= value + h else INCONCLUSIVE
+        return members([region(a, b, value - h, value + h) for a, b in intervals])
+    lo, hi = min(a for a, _ in intervals), max(b for _, b in intervals)
     if min(b for _, b in intervals) < max(a for a, _ in intervals) - 2 * h:
         return CONTRADICTED
-    return SUPPORTED if hi - lo <= 2 * h else INCONCLUSIVE
+    if hi - lo <= 2 * h:
+        return SUPPORTED
+    return UNINFORMATIVE if any(b - a > 2 * h for a, b in intervals) else INCONCLUSIVE
 
 
 def curve_at(formula: float, rel: float, lo: float, hi: float) -> str:
     """One k of a curve: the interval against formula (1 +- rel)."""
     a, b = sorted((formula * (1 - rel), formula * (1 + rel)))
-    if a <= lo and hi <= b:
-        return SUPPORTED
-    return CONTRADICTED if hi < a or lo > b else INCONCLUSIVE
+    return region(lo, hi, a, b)
 
 
 def excluded(contradicted: int, graded: int, miss: float = 0.05) -> bool:

@@ -9,11 +9,20 @@ import pandas as pd
 
 from depthlab.analysis.tables import HTML_STYLE
 from depthlab.claims.ledger import counts
-from depthlab.claims.outcomes import BY_CONSTRUCTION, OUTCOMES, QUESTION
+from depthlab.claims.outcomes import (
+    BY_CONSTRUCTION,
+    GRADED,
+    IDENTIFIES,
+    NOT_COUNTED,
+    OUTCOMES,
+    QUESTION,
+    UNINFORMATIVE,
+)
 from depthlab.claims.schema import NOTES
 
 COLUMNS = {"id": "id", "claim": "claim (the note)", "documented": "note", "shown": "measured",
-           "verdict": "outcome", "tolerance": "precision", "readings": "allowed readings",
+           "verdict": "outcome", "band_sigma": "band σ", "q_value": "q",
+           "tolerance": "precision", "readings": "allowed readings",
            "sensitivity": "excluded readings (sensitivity)", "experiments": "experiments",
            "by_construction": "by construction", "notes": "notes"}
 
@@ -35,6 +44,8 @@ def shown(table: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     referred to as [1], [2]..."""
     reasons = [r for r in dict.fromkeys(table["tolerance_reason"]) if r]
     frame = table[list(COLUMNS)].rename(columns=COLUMNS).copy()
+    frame["band σ"] = [f"{x:+.2f}" if pd.notna(x) else "" for x in table["band_sigma"]]
+    frame["q"] = [f"{x:.2g}" if pd.notna(x) else "" for x in table["q_value"]]
     frame["precision"] = [
         f"{t} [{reasons.index(r) + 1}]" if r else t
         for t, r in zip(table["tolerance"], table["tolerance_reason"], strict=True)]
@@ -52,6 +63,8 @@ INTRO = ("Every numeric or directional sentence of the four notes, in note order
          "by the rules of depthlab.claims (docs/claims_rules.md), written down before the "
          "results were seen. A number the note measured is compared with the band of its "
          "statistic at its seed count; a direction or a prediction with our 95% interval. "
+         "band_sigma: the note's value (a direction's boundary) from the band's centre in "
+         "band-sigmas; q: its Benjamini-Hochberg q-value across the ledger. "
          "Counts: claims that are not restatements, with all entries in brackets; "
          f"'{BY_CONSTRUCTION}' is listed, never counted as evidence.")
 
@@ -109,6 +122,10 @@ def summary_line(table: pd.DataFrame) -> str:
              f"{c['inconclusive']} inconclusive",
              f"{c[BY_CONSTRUCTION]} hold by construction (not counted)",
              f"{c['not measurable']} not measurable here"]
+    parts += [f"{c[o]} {what} (not counted)" for o, what in (
+        (UNINFORMATIVE, "consistent but uninformative"),
+        (IDENTIFIES, "identify a reading of an open setting"),
+        (NOT_COUNTED, "assumptions, possibilities or hypotheses measured")) if c[o]]
     parts += [f"{c[o]} {o}" for o in ("not comparable", "not measured") if c[o]]
     if c[QUESTION]:
         parts.append(f"and {c[QUESTION]} open question{'s' * (c[QUESTION] > 1)} of the notes "
@@ -118,36 +135,72 @@ def summary_line(table: pd.DataFrame) -> str:
             "of them)")
 
 
-def _row_line(r: pd.Series) -> str:
+def _row_line(r: pd.Series, confirmed: str | None = None) -> str:
     extra = "".join(f" {label}: {r[key]}." for key, label in (
         ("readings", "Allowed readings"), ("sensitivity", "Excluded readings (sensitivity)"),
         ("experiments", "Experiments beside the verdict"),
         ("by_construction", "By construction")) if r[key])
     notes = f" ({r['notes']})" if r["notes"] else ""
+    tests = (f" [band_sigma {r['band_sigma']:+.2f}, q {r['q_value']:.2g}]"
+             if pd.notna(r.get("q_value")) and pd.notna(r.get("band_sigma")) else "")
+    again = f" Confirmatory run: {confirmed}." if confirmed else ""
     return (f"- `{r['id']}`: “{r['claim']}” — note: {r['documented']}; measured: {r['shown']}; "
-            f"**{r['verdict']}**{notes}.{extra}")
+            f"**{r['verdict']}**{tests}{notes}.{extra}{again}")
 
 
 def readings_table(readings: pd.DataFrame) -> pd.DataFrame:
-    """The readings of each open setting, with how many identifying numbers fall outside."""
+    """The readings of each open setting, with how many identifying numbers fall outside and
+    the joint probability of so many under the right reading (the binomial where they have no
+    common pool, or none fall outside)."""
     frame = readings.copy()
     frame["allowed"] = ["excluded" if x else "allowed" for x in frame["excluded"]]
     frame["outside / graded"] = [f"{o} / {g}" for o, g in
                                  zip(frame["outside"], frame["graded"], strict=True)]
-    return frame[["note", "setting", "label", "outside / graded", "allowed", "by"]]
+    joint = pd.to_numeric(frame["p_joint"], errors="coerce")  # "" from a CSV: none
+    frame["P(so many outside)"] = [f"{x:.2g}" if pd.notna(x) else "binomial" for x in joint]
+    return frame[["note", "setting", "label", "outside / graded", "P(so many outside)",
+                  "allowed", "by"]]
 
 
-def results_doc(table: pd.DataFrame, readings: pd.DataFrame, rules: str, source: str) -> str:
+def replication(table: pd.DataFrame, confirm: pd.DataFrame) -> pd.DataFrame:
+    """Per note, how many claims graded in the exploratory run (counted outcomes, not
+    restatements) the confirmatory run grades the same; `confirmed` per entry id."""
+    both = table[["id", "note", "outcome", "restates"]].merge(
+        confirm[["id", "outcome"]], on="id", suffixes=("", "_confirm"), how="left")
+    counted = both[(both["restates"] == "") & both["outcome"].isin(GRADED)]
+    rows = []
+    for note in [*[n for n in NOTES if n in set(counted["note"])], "all"]:
+        sub = counted if note == "all" else counted[counted["note"] == note]
+        rows.append({"note": note, "graded (exploratory)": len(sub),
+                     "graded (confirmatory)": int(sub["outcome_confirm"].isin(GRADED).sum()),
+                     "same outcome": int((sub["outcome"] == sub["outcome_confirm"]).sum()),
+                     **{f"{o} (confirmatory)": int((sub["outcome_confirm"] == o).sum())
+                        for o in GRADED}})
+    return pd.DataFrame(rows)
+
+
+def results_doc(table: pd.DataFrame, readings: pd.DataFrame, rules: str, source: str,
+                confirm: pd.DataFrame | None = None) -> str:
     """docs/RESULTS.md: how a claim is graded (`rules`, from docs/claims_rules.md), the
-    counts, the readings each note allows, and every row by note with its value and band."""
+    counts, the readings each note allows, how many verdicts the confirmatory run (`confirm`,
+    its ledger) replicates, and every row by note with its value, band and both outcomes."""
     lines = ["# Results: the claims of the four notes and of the fixes' papers, measured", "",
              f"Generated by `snakemake --cores all docs_results` from {source}; do not edit by "
              "hand (the rules below come from `docs/claims_rules.md`).", "", rules.strip(), "",
              "## Counts", "", summary_line(table) + ".", "",
              count_table(table).to_markdown(index=False), "",
              "## The readings each note's numbers allow", "",
-             readings_table(readings).to_markdown(index=False), ""]
+             readings_table(readings).to_markdown(index=False), "",
+             "## The confirmatory run", ""]
+    if confirm is None:
+        lines += ["Not run with this ledger (`snakemake --cores all --configfile "
+                  "config/confirm.yaml`, then `docs_results`).", ""]
+    else:
+        lines += ["The same rules on a fresh seed pool (`config/confirm.yaml`, seeds from "
+                  "1000): " + summary_line(confirm) + ".", "",
+                  replication(table, confirm).to_markdown(index=False), ""]
+    again = {} if confirm is None else dict(zip(confirm["id"], confirm["verdict"], strict=True))
     for note, sub in _by_note(table):
         lines += [f"## {note}", ""]
-        lines += [_row_line(r) for _, r in sub.iterrows()] + [""]
+        lines += [_row_line(r, again.get(r["id"])) for _, r in sub.iterrows()] + [""]
     return "\n".join(lines) + "\n"

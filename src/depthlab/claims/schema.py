@@ -26,18 +26,30 @@ One entry per numeric or directional sentence of the notes, in note order:
       source: prediction                      # optional: the note's `source` (sample|prediction)
       seeds: 6                                # optional: the note's seed count for this number
       by_construction: "why"                  # optional: holds by construction (never counted)
+      role: hypothesis                        # optional: assumption | possibility | hypothesis:
+                                              # measured and listed, never counted
+      scale: log                              # optional: a ratio or scale statistic's band is
+                                              # drawn on the log scale (default linear)
+      not_comparable: "why"                   # optional: what this run cannot compare (e.g.
+                                              # placements at one learning rate): measured, listed
       restates: other.id                      # instead of measuring: the outcome of that entry
 
 A reading may carry `experiment: true`: a manipulation the note does not mention, listed beside
-the outcome and never a reading. Top level: `notes:` (each note's title, seeds, source and stated
-settings), `identify:` (which entries' numbers identify each open setting's reading) and
-`fits:` (per fit, the fewest seeds its rows need before an entry is graded, and the run that
-has them: `training: {seeds: 5, run: "..."}`; fewer seeds read "not comparable").
+the outcome and never a reading; or `premise: true`: the setting at which a conditional
+theorem's premise holds (theory096 at output scale 10), where the entry is graded, its primary
+reading's outcome stated beside it as outside the premise. Top level: `notes:` (each note's
+title, seeds, source, stated settings and `domain`: the least depth, seeds and d_model its
+estimators need, with the reason; a row outside it reads "not comparable"), `identify:` (which
+entries' numbers identify each open setting's reading) and `fits:` (per fit, the fewest seeds
+its rows need before an entry is graded, and the run that has them: `training: {seeds: 5, run:
+"..."}`; fewer seeds read "not comparable").
 
 Kinds and their `documented`:
 - quantitative: a number, or {value, ci: [lo, hi], n} when the note gives its own 95% interval
-  (statistics: median, mean, pooled (the expression on the seed means), seed0, value);
-- directional: {above: x}, {below: x}, {between: [lo, hi]} or {contains: x};
+  (statistics: median, mean, pooled (the expression on the seed means), of_medians (on the
+  seed medians), seed0, value);
+- directional: {above: x}, {below: x} or {between: [lo, hi]} (also a sentence of sameness:
+  the range is its equivalence margin, set in advance, its reason in `tolerance.reason`);
 - invariance: {} or {value: x}: the rows are one quantity across arms, depths or layers;
 - curve: {formula: "<numpy expression in k>", origin: 0 or 1}: per-k agreement of a series;
 - arithmetic: a number the note computes (sqrt(96)); `measure: {value: "sqrt(96)"}`;
@@ -71,18 +83,21 @@ NOTES = ("varsplit", "stack96", "theory096", "monitor", "training", "fixes")
 FITS = tuple(sorted(STUDIES))  # the studies the pipeline fits
 KINDS = ("quantitative", "directional", "invariance", "curve", "arithmetic", "definition",
          "question", "not_measurable")
-STATISTICS = ("median", "mean", "seed0", "pooled", "value")
+STATISTICS = ("median", "mean", "seed0", "pooled", "of_medians", "value")
 SOURCES = ("sample", "prediction")  # a number the note measured on its seeds, or predicts
-DIRECTIONS = ("above", "below", "between", "contains")
+DIRECTIONS = ("above", "below", "between")
+ROLES = ("assumption", "possibility", "hypothesis")  # measured, listed, never counted
+SCALES = ("linear", "log")  # the scale a band of the note's statistic is drawn on
 ENTRY_KEYS = ("id", "note", "claim", "kind", "documented", "statistic", "measure", "tolerance",
               "readings", "reference", "restates", "why", "by_construction", "test", "source",
-              "seeds")
+              "seeds", "role", "scale", "not_comparable")
 ROW_EXTRA = ("along", "range")  # row-spec keys that are not fit columns
 ID = re.compile(r"^[A-Za-z0-9_.\-]+$")
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 RULE_KEYS = ("kind", "documented", "statistic", "measure", "tolerance", "readings", "restates",
-             "by_construction", "test", "source", "seeds")
-NOTE_KEYS = ("title", "seeds", "source", "settings")
+             "by_construction", "test", "source", "seeds", "role", "scale", "not_comparable")
+NOTE_KEYS = ("title", "seeds", "source", "settings", "domain")
+DOMAIN_KEYS = ("depth", "seeds", "d_model")  # the least of each an estimator needs
 # the ledger's code: the fingerprint covers it, so a verdict rule cannot change unrecorded
 RULE_CODE = ("ledger.py", "outcomes.py", "bands.py", "expressions.py")
 
@@ -132,7 +147,7 @@ def _check_documented(where: str, kind: str, doc) -> None:
     elif kind == "directional":
         key = direction(doc)
         if key is None:
-            raise ClaimsError(f"{where}={doc!r} must be one of {{above|below|contains: x}} or "
+            raise ClaimsError(f"{where}={doc!r} must be one of {{above|below: x}} or "
                               "{between: [lo, hi]}")
         if not (_pair(doc[key]) if key == "between" else _number(doc[key])):
             raise ClaimsError(f"{where}.{key}={doc[key]!r} is not a number or [lo, hi]")
@@ -206,9 +221,12 @@ def _check_readings(where: str, readings, primary: dict) -> None:
     for i, reading in enumerate(readings):
         at = f"{where}[{i}]"
         _keys(at, reading, ("setting", "label", "rows", "statistic", "value", "documented",
-                            "experiment"), ("setting", "label"))
-        if not isinstance(reading.get("experiment", False), bool):
-            raise ClaimsError(f"{at}.experiment={reading['experiment']!r} must be true or false")
+                            "experiment", "premise"), ("setting", "label"))
+        for flag in ("experiment", "premise"):
+            if not isinstance(reading.get(flag, False), bool):
+                raise ClaimsError(f"{at}.{flag}={reading[flag]!r} must be true or false")
+        if reading.get("experiment") and reading.get("premise"):
+            raise ClaimsError(f"{at}: a reading is an experiment or the premise, not both")
         if "value" in reading:
             _check_expression(f"{at}.value", reading["value"])
         if not {"rows", "statistic", "value", "documented"} & set(reading):
@@ -290,6 +308,13 @@ def check_entry(entry, fits: tuple = FITS, earlier: set | None = None) -> None:
     _check_tolerance(f"{name}: tolerance", kind, entry["tolerance"])
     if "readings" in entry:
         _check_readings(f"{name}: readings", entry["readings"], entry["measure"]["rows"])
+    if entry.get("role", ROLES[0]) not in ROLES:
+        raise ClaimsError(f"{name}: role={entry['role']!r} is not one of {list(ROLES)}")
+    if entry.get("scale", SCALES[0]) not in SCALES:
+        raise ClaimsError(f"{name}: scale={entry['scale']!r} is not one of {list(SCALES)}")
+    if "not_comparable" in entry and (not isinstance(entry["not_comparable"], str)
+                                      or not entry["not_comparable"].strip()):
+        raise ClaimsError(f"{name}: not_comparable={entry['not_comparable']!r} must say why")
     if "reference" in entry and not _number(entry["reference"]):
         raise ClaimsError(f"{name}: reference={entry['reference']!r} must be a number")
 
@@ -350,6 +375,19 @@ def _check_notes(notes) -> None:
             raise ClaimsError(f"notes.{note}.seeds={spec['seeds']!r} must be a positive integer")
         if not isinstance(spec.get("settings", {}), dict):
             raise ClaimsError(f"notes.{note}.settings must be a mapping of stated settings")
+        if "domain" in spec:
+            _check_domain(f"notes.{note}.domain", spec["domain"])
+
+
+def _check_domain(where: str, domain) -> None:
+    """{depth, seeds, d_model: the least each, reason: why}: where the estimators apply."""
+    _keys(where, domain, (*DOMAIN_KEYS, "reason"), ("reason",))
+    if not isinstance(domain["reason"], str) or not domain["reason"].strip():
+        raise ClaimsError(f"{where}.reason={domain['reason']!r} must say why")
+    for key in DOMAIN_KEYS:
+        if key in domain and (isinstance(domain[key], bool) or not isinstance(domain[key], int)
+                              or domain[key] < 1):
+            raise ClaimsError(f"{where}.{key}={domain[key]!r} must be a positive integer")
 
 
 def _check_fits(rules, fits: tuple) -> None:
