@@ -500,7 +500,9 @@ def evaluate_entry(entry: dict, fits: dict[str, pd.DataFrame], notes: dict,
     if pool < needs:
         differ = "; ".join(filter(None, [differ, f"seeds {pool}, note {needs}"]))
     domain = note.get("domain")
-    if domain and own:  # like its settings, the domain of the note's own measurements
+    # the domain of the note's estimators, wherever they are measured (a study with a seed
+    # rule of its own in the claims file's `fits:`, the training study, is judged by that)
+    if domain and measure["fit"] not in (fit_rules or {}):
         differ = "; ".join(filter(None, [differ, outside_domain(
             domain, sample, (settings or {}).get(measure["fit"], {}))]))
     least = (fit_rules or {}).get(measure["fit"])
