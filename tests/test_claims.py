@@ -626,9 +626,9 @@ def test_an_excluded_primary_reading_is_not_graded_the_allowed_one_is():
     second = table.loc["second"]
     assert second["outcome"] == "supported"
     assert second["verdict"] == ("supported at loss = cross-entropy (the note's numbers "
-                                 "exclude loss = MSE)")
+                                 "exclude the primary cell: loss = MSE)")
     assert second["measured"] > 3.4  # the allowed reading's measurement, not the primary's
-    assert second["sensitivity"].startswith("primary (loss = MSE): ")
+    assert second["sensitivity"].startswith("the primary cell: loss = MSE: ")
     assert "depends on" not in second["verdict"]
     # a note's number that excludes every reading: its setting could not be identified
     table = identified(5.0)

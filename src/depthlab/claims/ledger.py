@@ -594,8 +594,9 @@ def finish(row: dict, readings: list, excluded: dict, primaries: dict | None = N
     verdict, notes = row["outcome"], [row["notes"]] if row["notes"] else []
     depends, graded_at = [], "the primary reading"
     if dropped:  # the primary cell is excluded: each allowed reading is another cell
-        label = "; ".join(f"{s} = {primaries[(note, s)]}" for s in dropped)
-        sensitivity.insert(0, f"primary ({label}): {row['shown']} ({row['outcome']}); "
+        label = "the primary cell: " + ", ".join(f"{s} = {primaries[(note, s)]}"
+                                                 for s in dropped)
+        sensitivity.insert(0, f"{label}: {row['shown']} ({row['outcome']}); "
                               f"reading excluded by the note's numbers")
         alternatives = [pair for pairs in by_setting.values() for pair in pairs]
         by_setting = {}
