@@ -42,7 +42,7 @@ except ConfigError as err:
     sys.exit(f"config error: {err}")  # one line, no traceback, before any job runs
 validate(config, SCHEMA)  # passes now; fills the schema's defaults
 if config.get("run") == {}:
-    # no named run: its config (rule provenance's params) stays as it was before `run:` existed
+    # no named run: the config that provenance records stays as it was before `run` existed
     del config["run"]
 JOBS = CATALOGUE.jobs
 
