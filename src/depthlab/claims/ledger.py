@@ -55,7 +55,7 @@ from depthlab.claims.outcomes import (
     SUPPORTED,
     UNINFORMATIVE,
 )
-from depthlab.claims.schema import ROW_EXTRA, direction
+from depthlab.claims.schema import DOMAIN_KEYS, ROW_EXTRA, direction
 
 
 class ClaimError(ValueError):
@@ -437,9 +437,8 @@ def outside_domain(domain: dict, sample: Sample, arms: dict) -> str:
     estimators need), else what falls short: an asymptotic rate read on eight blocks, a band
     on three seeds, a Gaussian limit at width 8 are not the note's quantities."""
     short = []
-    for key, least in domain.items():
-        if key == "reason":
-            continue
+    for key in [k for k in DOMAIN_KEYS if k in domain]:
+        least = domain[key]
         if key == "seeds":
             have = [len(sample.seeds)]
         elif key == "depth":
@@ -450,6 +449,15 @@ def outside_domain(domain: dict, sample: Sample, arms: dict) -> str:
         if have and min(have) < least:
             short.append(f"{key} {fmt(min(have), 4)}, the estimator needs {least}")
     return "; ".join(short)
+
+
+def _adopt(row: dict, m: dict, statistic: str) -> None:
+    """Take a measurement as the row's: the primary reading's, or the reading graded in its
+    place (an excluded primary cell, a conditional theorem's premise)."""
+    band = m["band"] or (math.nan, math.nan)
+    row.update(measured=m["point"], measured_lo=m["lo"], measured_hi=m["hi"], band_lo=band[0],
+               band_hi=band[1], n_seeds=m["n_seeds"], shown=_shown(m, statistic),
+               band_sigma=m["sigma"], detectable=m.get("detectable", math.nan))
 
 
 def evaluate_entry(entry: dict, fits: dict[str, pd.DataFrame], notes: dict,
@@ -528,13 +536,9 @@ def evaluate_entry(entry: dict, fits: dict[str, pd.DataFrame], notes: dict,
                 r.get("documented", entry["documented"]), n_note, source)))
         except NotInGrid:
             readings.append((r, None))
-    band = primary["band"] or (math.nan, math.nan)
     half = primary["half_band"] or (math.nan, math.nan)
-    row.update(measured=primary["point"], measured_lo=primary["lo"], measured_hi=primary["hi"],
-               band_lo=band[0], band_hi=band[1], half_band_lo=half[0], half_band_hi=half[1],
-               n_seeds=primary["n_seeds"], shown=_shown(primary, statistic),
-               outcome=primary["outcome"], band_sigma=primary["sigma"],
-               detectable=primary.get("detectable", math.nan))
+    _adopt(row, primary, statistic)
+    row.update(half_band_lo=half[0], half_band_hi=half[1], outcome=primary["outcome"])
     if entry["kind"] == "question":
         row["verdict"] = f"{QUESTION}: {primary['answer']}"
     row["draw"] = primary.get("draw")  # for the joint identification; dropped from the table
@@ -546,14 +550,6 @@ def _reading_text(r: dict, m: dict | None, statistic: str) -> str:
         return f"{r['setting']} = {r['label']}: not in this grid"
     return (f"{r['setting']} = {r['label']}: {_shown(m, r.get('statistic', statistic))} "
             f"({m['outcome']})")
-
-
-def _adopt(row: dict, m: dict, statistic: str) -> None:
-    """Take a reading's measurement as the row's (the primary reading was excluded)."""
-    band = m["band"] or (math.nan, math.nan)
-    row.update(measured=m["point"], measured_lo=m["lo"], measured_hi=m["hi"], band_lo=band[0],
-               band_hi=band[1], n_seeds=m["n_seeds"], shown=_shown(m, statistic),
-               band_sigma=m["sigma"], detectable=m.get("detectable", math.nan))
 
 
 def _differ(a: str, b: str) -> bool:
@@ -576,7 +572,7 @@ def finish(row: dict, readings: list, excluded: dict, primaries: dict | None = N
     note, statistic = row["note"], row["statistic"]
     allowed, sensitivity, experiments, by_setting, premise = [], [], [], {}, []
     for r, m in readings:
-        text = _reading_text(r, m, r.get("statistic", statistic))
+        text = _reading_text(r, m, statistic)
         if r.get("premise"):
             premise.append((r, m))
         elif r.get("experiment"):

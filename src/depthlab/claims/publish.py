@@ -164,7 +164,7 @@ def readings_table(readings: pd.DataFrame) -> pd.DataFrame:
 
 def replication(table: pd.DataFrame, confirm: pd.DataFrame) -> pd.DataFrame:
     """Per note, how many claims graded in the exploratory run (counted outcomes, not
-    restatements) the confirmatory run grades the same; `confirmed` per entry id."""
+    restatements) the confirmatory run grades the same, and how it grades them."""
     both = table[["id", "note", "outcome", "restates"]].merge(
         confirm[["id", "outcome"]], on="id", suffixes=("", "_confirm"), how="left")
     counted = both[(both["restates"] == "") & both["outcome"].isin(GRADED)]
