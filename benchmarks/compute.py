@@ -12,8 +12,8 @@ import torch
 from depthlab.core import model, probes
 from depthlab.core.measure import forward_backward, run_pass
 from depthlab.core.reference import per_seed_loop
-from depthlab.pipeline.cost import cell_flops
-from depthlab.pipeline.settings import RunSettings
+from depthlab.planner.cost import cell_flops, pass_plan
+from depthlab.vocabulary.settings import RunSettings
 
 
 def _sync(device: str) -> None:
@@ -56,7 +56,7 @@ def measure_path(s: RunSettings) -> dict[str, float]:
     _sync(s.device)
     out["build_s"] = time.perf_counter() - start
     start = time.perf_counter()
-    trace, _ = forward_backward(params, draw, s)
+    trace, _ = forward_backward(params, draw, s, pass_plan(s))
     _sync(s.device)
     out["forward_backward_s"] = time.perf_counter() - start
     out["probes_s"] = timed(lambda: probes.run_probes(params, trace, s), s.device)
@@ -75,9 +75,10 @@ def scaling(base: RunSettings, depths: list[int], seeds: list[int], repeats: int
     for axis, values in (("depth", depths), ("seeds", seeds)):
         for value in values:
             s = RunSettings(**{**base.as_columns(), axis: value})
-            run_pass(s, s.seed_list())  # warm: allocator and caches as in a job's later cells
-            t = statistics.median(timed(lambda s=s: run_pass(s, s.seed_list()), s.device)
-                                  for _ in range(repeats))
+            plan = pass_plan(s)
+            run_pass(s, plan, s.seed_list())  # warm: allocator and caches as in a job's later cells
+            t = statistics.median(timed(lambda s=s, p=plan: run_pass(s, p, s.seed_list()),
+                                        s.device) for _ in range(repeats))
             rows.append({"axis": axis, "value": value, "depth": s.depth, "seeds": s.seeds,
                          "seconds": t, "gflop": cell_flops(s) / 1e9})
     return rows

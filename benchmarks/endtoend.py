@@ -20,10 +20,10 @@ from benchmarks import compute, plain, train_loop
 from benchmarks.workflow import ROOT, measure_seconds, snakemake, workdir
 from depthlab.core.model import torch_dtype
 from depthlab.core.train import build_model, model_loss, optimizer
-from depthlab.pipeline import cost
-from depthlab.pipeline.grid import study_jobs
-from depthlab.pipeline.settings import RunSettings
-from depthlab.pipeline.train_settings import TrainSettings, training_arms
+from depthlab.planner import cost
+from depthlab.planner.grid import study_jobs
+from depthlab.vocabulary.settings import RunSettings
+from depthlab.vocabulary.train_settings import TrainSettings, training_arms
 
 
 def _tree_rss(proc: psutil.Process) -> int:
@@ -185,7 +185,7 @@ def gemm_limits() -> dict:
 
 
 def default_floor(limits: dict) -> dict:
-    """The FLOP floor of the whole default run (depthlab.pipeline.cost: the init cells' passes
+    """The FLOP floor of the whole default run (depthlab.planner.cost: the init cells' passes
     and the training runs) at the measured GEMM rates, in seconds on one core-set."""
     config = yaml.safe_load((ROOT / "config/config.yaml").read_text())
     jobs = study_jobs(config)

@@ -23,8 +23,9 @@ import torch
 import yaml
 
 from depthlab.core.measure import measure_cell
-from depthlab.pipeline.grid import study_jobs
-from depthlab.pipeline.settings import RunSettings
+from depthlab.planner.cost import pass_plan
+from depthlab.planner.grid import study_jobs
+from depthlab.vocabulary.settings import RunSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 TOLERANCE = 1e-10  # float64: the same operations in another order on another device
@@ -61,9 +62,9 @@ def check(device: str) -> pd.DataFrame:
         for where in ("cpu", device):
             run = dataclasses.replace(s, device=where)
             if where != "cpu":
-                measure_cell(run)  # warm-up: kernels, allocator
+                measure_cell(run, pass_plan(run))  # warm-up: kernels, allocator
             start = time.perf_counter()
-            frames[where] = measure_cell(run)
+            frames[where] = measure_cell(run, pass_plan(run))
             if where == "cuda":
                 torch.cuda.synchronize()
             seconds[where] = time.perf_counter() - start

@@ -23,8 +23,8 @@ import torch
 
 from benchmarks import compute, endtoend, plot, workflow
 from depthlab.core.runtime import start_compute_job
-from depthlab.pipeline.cost import cell_flops
-from depthlab.pipeline.settings import RunSettings
+from depthlab.planner.cost import cell_flops
+from depthlab.vocabulary.settings import RunSettings
 
 OUT = workflow.ROOT / "results/benchmarks"
 # the stack96 L=96 Pre-LN cell at the study's defaults

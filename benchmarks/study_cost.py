@@ -1,4 +1,4 @@
-"""What a whole config costs by the request model (depthlab.pipeline.requests), on this kind of
+"""What a whole config costs by the request model (depthlab.planner.resources), on this kind of
 machine, on a Slurm cluster of CPU nodes and on one GPU node:
 
     python -m benchmarks.study_cost config/scale.yaml [--nodes 1 4 16] [--cores 2]
@@ -19,9 +19,9 @@ import argparse
 import heapq
 from pathlib import Path
 
-from benchmarks.requests import config_jobs
-from depthlab.pipeline import cost, requests
-from depthlab.pipeline.grid import Job
+from benchmarks.resources import config_jobs
+from depthlab.planner import cost, resources
+from depthlab.vocabulary.jobs import Job
 
 # an H100/H200-class GPU's dense rates (NVIDIA's data sheet, SXM: FP64 tensor core 67 TFLOP/s,
 # FP32 67 TFLOP/s), at half of the peak, which batched products of these small shapes may not
@@ -48,20 +48,20 @@ def gpu_train_seconds(job: Job, ts) -> float:
     """The model's seconds of a train job on a GPU: start-up, its FLOPs at the float32 rate
     (bfloat16 autocast taken at the same rate) and GPU_S_PER_LAYER_STEP per block and step."""
     flops = sum(cost.training_flops(c.settings, ts) for c in job.cells)
-    return (requests.STARTUP_S + flops / GPU_FLOPS_PER_S["float32"]
-            + requests.layer_steps(job, ts) * GPU_S_PER_LAYER_STEP)
+    return (resources.STARTUP_S + flops / GPU_FLOPS_PER_S["float32"]
+            + resources.layer_steps(job, ts) * GPU_S_PER_LAYER_STEP)
 
 
 def drawing_seconds(job: Job, copied) -> float:
     """The model's seconds a measure job spends drawing its weights (on the CPU)."""
-    return requests.measure_terms(job, copied)["drawn"] * requests.DRAW_S_PER_NUMBER
+    return resources.measure_terms(job, copied)["drawn"] * resources.DRAW_S_PER_NUMBER
 
 
 def gpu_seconds(job: Job, copied, dtype: str) -> float:
     """The model's seconds of a measure job on a GPU in `dtype` (module docstring)."""
-    terms = requests.measure_terms(job, copied)
-    return (requests.STARTUP_S + terms["drawn"] * requests.DRAW_S_PER_NUMBER
-            + terms["flops"] / GPU_FLOPS_PER_S[dtype] + terms["calls"] * requests.CALL_S)
+    terms = resources.measure_terms(job, copied)
+    return (resources.STARTUP_S + terms["drawn"] * resources.DRAW_S_PER_NUMBER
+            + terms["flops"] / GPU_FLOPS_PER_S[dtype] + terms["calls"] * resources.CALL_S)
 
 
 def makespan(seconds: list[float], workers: int) -> float:
@@ -79,10 +79,10 @@ def main() -> None:
     parser.add_argument("--cores", type=int, default=2, help="cores per node")
     args = parser.parse_args()
     jobs, train = config_cost_jobs(args.configs)
-    cpu = [requests.measure_seconds(j, c) for j, c in jobs]
-    cpu_train = [requests.train_seconds(j, ts) for j, ts in train]
-    largest = max([requests.measure_mb(j, c) for j, c in jobs]
-                  + [requests.train_mb(j) for j, _ in train])
+    cpu = [resources.measure_seconds(j, c) for j, c in jobs]
+    cpu_train = [resources.train_seconds(j, ts) for j, ts in train]
+    largest = max([resources.measure_mb(j, c) for j, c in jobs]
+                  + [resources.train_mb(j) for j, _ in train])
     print(f"{len(jobs)} measure jobs, {sum(cpu) / 3600:.2f} core-hours predicted; "
           f"{len(train)} train jobs, {sum(cpu_train) / 3600:.2f} core-hours; "
           f"largest predicted peak {largest / 1e3:.2f} GB")

@@ -11,8 +11,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from depthlab.pipeline.settings import RunSettings
-from depthlab.pipeline.train_settings import TrainSettings
+from depthlab.vocabulary.settings import RunSettings
+from depthlab.vocabulary.train_settings import TrainSettings
 
 
 class Block(nn.Module):

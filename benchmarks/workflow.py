@@ -14,9 +14,9 @@ from pathlib import Path
 
 import yaml
 
-from depthlab.pipeline import paths
-from depthlab.pipeline.grid import study_jobs
+from depthlab.planner.grid import study_jobs
 from depthlab.studies import TARGETS
+from depthlab.vocabulary import paths
 
 ROOT = Path(__file__).resolve().parents[1]
 COPIED = ("Snakefile", "workflow", "config", "src", "envs", "profiles", "data", "docs",

@@ -14,8 +14,9 @@ import pytest
 import yaml
 
 from depthlab.core.corpus import fetch_corpus
-from depthlab.pipeline.corpus import CORPUS_SHA256, SHIPPED
+from depthlab.planner.cost import pass_plan
 from depthlab.studies import TARGETS
+from depthlab.vocabulary.corpus import CORPUS_SHA256, SHIPPED
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
@@ -127,3 +128,9 @@ def copy_encoder_weights(layer, p: dict, i: int) -> None:
         for n in (1, 2):
             getattr(layer, f"linear{n}").weight.copy_(p[f"w{n}"][i])
             getattr(layer, f"linear{n}").bias.copy_(p[f"b{n}"][i])
+
+
+def planned(s):
+    """(settings, the pass plan the planner resolves for them): the engine's first two
+    arguments (depthlab.core.measure.measure_cell, run_pass), as a measure job hands them."""
+    return s, pass_plan(s)

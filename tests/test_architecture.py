@@ -1,5 +1,5 @@
 """The package's architecture (issue 15): a folder per layer, imports only downward, studies that
-never import each other, a light pipeline layer, one source of truth for settings and
+never import each other, light vocabulary and planner layers, one source of truth for settings and
 placements, and targets that measure only what they read."""
 
 from __future__ import annotations
@@ -15,13 +15,14 @@ import pytest
 import yaml
 from conftest import ROOT, copy_workflow, run_snakemake
 
-from depthlab.pipeline import placements
-from depthlab.pipeline.settings import CHOICES, RunSettings
 from depthlab.studies import TARGETS
+from depthlab.vocabulary import placements
+from depthlab.vocabulary.settings import CHOICES, RunSettings
 
 PACKAGE = ROOT / "src/depthlab"
-# the layers, lowest first: a module may import its own layer and the ones before it
-LAYERS = ("pipeline", "core", "analysis", "studies", "claims")
+# the layers, lowest first: a module may import its own layer and the ones before it; the
+# engine (core) is handed the vocabulary's jobs and pass plans and never asks the planner
+LAYERS = ("vocabulary", "core", "planner", "analysis", "studies", "claims")
 HEAVY = ("torch", "pandas", "matplotlib", "scipy", "pyarrow")
 
 
@@ -66,6 +67,16 @@ def test_imports_go_only_downward_and_studies_stay_apart():
                 assert target == "depthlab.studies", (module, target)  # the catalogue only
 
 
+def test_the_engine_imports_only_the_vocabulary():
+    """core/ reads the vocabulary (settings, placements, jobs with their pass plans, metrics)
+    and nothing of the planner (grid, cost, reuse, code hashes): the planner resolves a cell's
+    pass plan and hands it down."""
+    engine = {m: p for m, p in modules().items() if layer(m) == "core"}
+    assert len(engine) > 10
+    for module, path in engine.items():
+        assert {layer(t) for t in imports(path)} <= {"vocabulary", "core"}, module
+
+
 def test_no_import_cycles():
     graph = {m: imports(p) for m, p in modules().items()}
     state: dict[str, int] = {}
@@ -89,7 +100,7 @@ def test_what_snakemake_imports_while_parsing_is_light():
     parsed = set()
     for smk in (ROOT / "workflow/rules").glob("*.smk"):
         parsed |= set(re.findall(r"^from (depthlab[\w.]*) import", smk.read_text(), re.M))
-    assert "depthlab.studies" in parsed and "depthlab.pipeline.validate" in parsed
+    assert "depthlab.studies" in parsed and "depthlab.planner.validate" in parsed
     code = ("import sys\n" + "".join(f"import {m}\n" for m in sorted(parsed))
             + f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -108,7 +119,7 @@ def test_jobs_that_compute_nothing_import_no_torch():
             imported |= set(re.findall(r"^from (depthlab[\w.]*) import", script.read_text(), re.M))
     assert {"depthlab.core.records", "depthlab.core.io", "depthlab.claims.ledger"} <= imported
     code = ("import sys\n" + "".join(f"import {m}\n" for m in sorted(imported))
-            + "depthlab.core.io.provenance()\nprint('torch' in sys.modules)")
+            + "depthlab.planner.provenance.provenance()\nprint('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=ROOT)
     assert out.stdout.strip() == "False"

@@ -1,4 +1,4 @@
-"""The job catalogue and the path patterns (depthlab.pipeline.catalogue, .paths): what each stage
+"""The job catalogue and the path patterns (depthlab.planner.catalogue, .paths): what each stage
 reads, computed from a config without Snakemake."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ import yaml
 from conftest import ROOT
 
 from depthlab.claims.schema import load_claims
-from depthlab.pipeline import paths
-from depthlab.pipeline.catalogue import Catalogue
-from depthlab.pipeline.reuse import reuse
-from depthlab.pipeline.validate import check_config
+from depthlab.planner.catalogue import Catalogue
+from depthlab.planner.reuse import reuse
+from depthlab.planner.validate import check_config
 from depthlab.studies import STUDIES, TARGETS
+from depthlab.vocabulary import paths
 
 SCHEMA = ROOT / "workflow/schemas/config.schema.yaml"
 CLAIMS = load_claims(ROOT / "config/claims.yaml")["claims"]

@@ -11,10 +11,10 @@ import yaml
 from conftest import DELETE, ROOT, copy_workflow, edited, run_snakemake
 
 from depthlab.claims.schema import load_claims
-from depthlab.pipeline.placements import ORDER
-from depthlab.pipeline.settings import ConfigError
-from depthlab.pipeline.validate import check_config
+from depthlab.planner.validate import check_config
 from depthlab.studies import STUDIES
+from depthlab.vocabulary.placements import ORDER
+from depthlab.vocabulary.settings import ConfigError
 
 SCHEMA = ROOT / "workflow/schemas/config.schema.yaml"
 MISSING_FIT = str(ROOT / "tests/data/claims_missing_fit.yaml")  # an entry with fit: nosuchstudy

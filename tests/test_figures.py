@@ -23,11 +23,11 @@ from PIL import Image
 from depthlab.analysis.draw import contact_sheet
 from depthlab.analysis.fits import read_fits
 from depthlab.analysis.style import coinciding, log_scale, save
-from depthlab.pipeline.placements import LABELS, ORDER
 from depthlab.studies import TARGETS
 from depthlab.studies.fixes import figures as fixes_figures
 from depthlab.studies.fixes.fit import FIX_LABELS
 from depthlab.studies.stack96 import figures as stack96_figures
+from depthlab.vocabulary.placements import LABELS, ORDER
 
 CODE_NAME = re.compile(r"\b[a-z]{2,}_[a-z]{2,}\b")  # delta_attn, grad_ratio: not for readers
 MAX_LEGEND_SHARE = 0.05  # of a panel's data points under a legend inside it

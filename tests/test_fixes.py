@@ -14,12 +14,12 @@ from conftest import ROOT
 
 from depthlab.core.calibrate import branch_scales, calibrate
 from depthlab.core.measure import measure_job
-from depthlab.pipeline.grid import expand_axes, study_jobs
-from depthlab.pipeline.placements import ORDER, PLACEMENTS
-from depthlab.pipeline.validate import check_config
+from depthlab.planner.grid import expand_axes, study_jobs
+from depthlab.planner.validate import check_config
 from depthlab.studies import BY_NAME, TARGETS
 from depthlab.studies.fixes import tables
 from depthlab.studies.fixes.fit import CALIBRATED, FIX_LABELS, QUANTITIES, fit
+from depthlab.vocabulary.placements import ORDER, PLACEMENTS
 
 SCHEMA = ROOT / "workflow/schemas/config.schema.yaml"
 DEPTHS = (2, 4)

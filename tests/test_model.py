@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -12,8 +13,9 @@ from torch import nn
 from depthlab.core.measure import measure_cell
 from depthlab.core.model import build, forward
 from depthlab.core.reference import per_seed_loop
-from depthlab.pipeline.placements import ORDER
-from depthlab.pipeline.settings import RunSettings
+from depthlab.planner.cost import pass_plan
+from depthlab.vocabulary.placements import ORDER
+from depthlab.vocabulary.settings import RunSettings
 
 
 def small(**kw) -> RunSettings:
@@ -122,9 +124,9 @@ def test_a_forward_only_cell_equals_its_unstreamed_measurement(monkeypatch):
     import depthlab.core.measure as measure
 
     s = small(grad_of="none", depth=4, seeds=3, block_corr=True)
-    streamed = measure_cell(s)
+    streamed = measure_cell(s, pass_plan(s))
     monkeypatch.setattr(measure, "build", lambda s, seeds, streamed: build(s, seeds))
-    assert streamed.equals(measure_cell(s))
+    assert streamed.equals(measure_cell(s, pass_plan(s)))
 
 
 @pytest.mark.parametrize("placement", ORDER)
@@ -140,7 +142,7 @@ def test_recomputed_backward_gives_the_full_graph_s_gradients(placement, options
     if placement == "rezero" and options["grad_of"] == "weights":
         pytest.skip("RunSettings rejects weight gradients for ReZero (0 by construction)")
     s = small(placement=placement, depth=5, seeds=3, **options)
-    full, loss = forward_backward(*build(s, [0, 1, 2]), s)
+    full, loss = forward_backward(*build(s, [0, 1, 2]), s, pass_plan(s))
     params, draw = build(s, [0, 1, 2], streamed=True)
     with torch.no_grad():
         _, trace = forward(params, draw.x, s)
@@ -150,20 +152,18 @@ def test_recomputed_backward_gives_the_full_graph_s_gradients(placement, options
     assert (full.block_grad_sq > 0).all() or placement == "rezero"
 
 
-def test_a_cell_over_the_pass_budget_recomputes_and_gives_the_same_rows(monkeypatch):
-    """measure_cell recomputes blocks where one seed's graph exceeds pass_mb
-    (depthlab.pipeline.cost.recomputes): the same rows as the full graph, to 1e-12."""
-    from depthlab.pipeline import cost
+def test_a_cell_over_the_pass_budget_recomputes_and_gives_the_same_rows():
+    """measure_cell recomputes blocks where one seed's graph exceeds pass_mb (the planner's
+    pass plan, depthlab.planner.cost.recomputes): the same rows as the full graph, to 1e-12."""
+    from depthlab.planner import cost
 
     s = small(depth=6, seeds=2, pass_mb=1, d_model=64, tokens=32)
     assert cost.recomputes(s) and not cost.recomputes(RunSettings(depth=6, pass_mb=1,
                                                                   grad_of="none"))
-    recomputed = measure_cell(s)
-    import depthlab.core.measure as measure
-
-    monkeypatch.setattr(measure, "recomputes", lambda s: False)
-    monkeypatch.setattr(measure, "streamed", lambda s: s.grad_of == "none")
-    full = measure_cell(s)
+    plan = pass_plan(s)
+    assert plan.recomputes and plan.streamed
+    recomputed = measure_cell(s, plan)
+    full = measure_cell(s, dataclasses.replace(plan, recomputes=False, streamed=False))
     torch.testing.assert_close(torch.tensor(recomputed["value"].to_numpy()),
                                torch.tensor(full["value"].to_numpy()), rtol=1e-12, atol=1e-15)
     assert recomputed.drop(columns="value").equals(full.drop(columns="value"))
@@ -185,7 +185,7 @@ def _values(s: RunSettings, threads: int) -> torch.Tensor:
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
-        frame = measure_cell(s)
+        frame = measure_cell(s, pass_plan(s))
     finally:
         torch.set_num_threads(before)
     keys = ["seed", "layer", "sublayer", "metric"]
@@ -304,7 +304,7 @@ def test_batched_path_equals_per_seed_encoder_layer_loop(placement, causal):
     gradient norms and stream sds to float64 round-off."""
     s = small(placement=placement, causal=causal, attention="torch_mha", depth=5, seeds=3)
     ref = per_seed_loop(s)
-    frame = measure_cell(s)
+    frame = measure_cell(s, pass_plan(s))
     for metric in ("grad_norm", "stream_sd"):
         rows = frame[(frame.metric == metric) & (frame.layer >= 1)].sort_values(["seed", "layer"])
         got = torch.tensor(rows["value"].to_numpy()).view(s.seeds, s.depth)

@@ -10,9 +10,10 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 import torch
+from conftest import planned
 
 from depthlab.core.measure import run_pass
-from depthlab.pipeline.settings import RunSettings
+from depthlab.vocabulary.settings import RunSettings
 
 GRADIENT_PROBES = {"grad_norm", "grad_ratio"}
 
@@ -23,8 +24,8 @@ def small(**kw) -> RunSettings:
 
 @pytest.mark.parametrize("placement", ["pre", "post"])
 def test_final_norm_changes_only_the_head_input_probe(placement):
-    on, _ = run_pass(small(placement=placement, final_norm="on"), [0, 1])
-    off, _ = run_pass(small(placement=placement, final_norm="off"), [0, 1])
+    on, _ = run_pass(*planned(small(placement=placement, final_norm="on")), [0, 1])
+    off, _ = run_pass(*planned(small(placement=placement, final_norm="off")), [0, 1])
     on = {(p.metric, p.sublayer): p for p in on}
     off = {(p.metric, p.sublayer): p for p in off}
     assert on.keys() == off.keys()
@@ -52,8 +53,8 @@ def test_final_norm_changes_only_the_head_input_probe(placement):
 
 
 def test_branch_ratios_follow_the_placement():
-    pre, _ = run_pass(small(placement="pre", depth=6, out_scale=3.0), [0, 1])
-    post, _ = run_pass(small(placement="post", depth=6, out_scale=3.0), [0, 1])
+    pre, _ = run_pass(*planned(small(placement="pre", depth=6, out_scale=3.0)), [0, 1])
+    post, _ = run_pass(*planned(small(placement="post", depth=6, out_scale=3.0)), [0, 1])
     pre = {(p.metric, p.sublayer): p.values for p in pre}
     post = {(p.metric, p.sublayer): p.values for p in post}
     # Post-LN re-standardises after every block: unit RMS stream (LN with unit gain, no bias)

@@ -11,9 +11,9 @@ import pytest
 import yaml
 from conftest import ROOT, copy_workflow, run_snakemake
 
-from depthlab.pipeline.settings import ConfigError
-from depthlab.pipeline.validate import check_config
+from depthlab.planner.validate import check_config
 from depthlab.studies import STUDIES
+from depthlab.vocabulary.settings import ConfigError
 
 SCHEMA = ROOT / "workflow/schemas/config.schema.yaml"
 TINY = "config/tiny.yaml"

@@ -28,7 +28,7 @@ from torch import nn
 from torch.overrides import TorchFunctionMode
 
 from depthlab.core.model import build, forward
-from depthlab.pipeline.settings import RunSettings
+from depthlab.vocabulary.settings import RunSettings
 
 SEED = 5  # the seed compared: one seed per stack (depthlab's batch over seeds is tested
 # against per-seed runs in test_model.py)

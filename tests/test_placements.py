@@ -10,13 +10,15 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import planned
 from torch import nn
 
 import depthlab.core.model as model
 from depthlab.core.measure import measure_cell
 from depthlab.core.model import OWN_INIT_STREAM, build, forward, per_seed_loss
-from depthlab.pipeline.placements import PLACEMENTS
-from depthlab.pipeline.settings import ConfigError, RunSettings
+from depthlab.planner.cost import pass_plan
+from depthlab.vocabulary.placements import PLACEMENTS
+from depthlab.vocabulary.settings import ConfigError, RunSettings
 
 NAMES = list(PLACEMENTS)
 
@@ -222,7 +224,7 @@ def test_rezero_is_the_identity_at_init_with_only_alpha_gradients():
 
 
 def test_rezero_probes_at_init():
-    frame = measure_cell(small(placement="rezero", block_corr=True))
+    frame = measure_cell(*planned(small(placement="rezero", block_corr=True)))
     value = frame.set_index(["metric", "sublayer", "seed", "layer"])["value"]
     for metric in ("delta", "block_var", "branch_ratio", "omega_abs", "block_stream_corr",
                    "block_corr"):
@@ -249,7 +251,8 @@ def test_deepnorm_init_and_skip():
         b = params.blocks[0]
         mid = model.layer_norm(alpha * trace.stream[0] + trace.attn[0], b["ln1_w"], b["ln1_b"])
         torch.testing.assert_close(trace.mid[0], mid, rtol=0, atol=0)
-    frame = measure_cell(s)  # the branch-to-stream ratio's skip path is alpha times the stream
+    # the branch-to-stream ratio's skip path is alpha times the stream
+    frame = measure_cell(s, pass_plan(s))
     got = frame[(frame.metric == "branch_ratio") & (frame.sublayer == "attn") & (frame.layer == 1)]
     rms = [t.pow(2).mean(dim=(1, 2)).sqrt() for t in (trace.attn[0], trace.stream[0])]
     np.testing.assert_allclose(got.sort_values("seed")["value"], rms[0] / (alpha * rms[1]),
@@ -356,7 +359,7 @@ def test_resi_dual_streams_and_head():
     torch.testing.assert_close(trace.carry[-1], total, rtol=1e-12, atol=1e-12)
     head = trace.stream[-1] + F.layer_norm(trace.carry[-1], (s.d_model,))
     torch.testing.assert_close(y, head, rtol=1e-12, atol=1e-12)
-    frame = measure_cell(s)
+    frame = measure_cell(s, pass_plan(s))
     carry = frame[frame.metric == "carry_var"].sort_values(["seed", "layer"])["value"]
     expect = torch.stack([t.var(dim=(1, 2)) for t in trace.carry], 1).flatten()
     np.testing.assert_allclose(carry.to_numpy(), expect.numpy(), rtol=1e-12)
@@ -366,7 +369,7 @@ def test_resi_dual_streams_and_head():
 @pytest.mark.parametrize("grad_of", ["params", "none"])
 def test_measure_cell_is_finite(name, grad_of):
     """Finite at init, and the probes that apply are those the registry flags say."""
-    frame = measure_cell(small(placement=name, grad_of=grad_of, block_corr=True))
+    frame = measure_cell(*planned(small(placement=name, grad_of=grad_of, block_corr=True)))
     assert np.isfinite(frame["value"].to_numpy()).all()
     metrics, p = set(frame.metric), PLACEMENTS[name]
     assert ("grad_norm" in metrics) == (grad_of == "params")
@@ -380,7 +383,7 @@ def test_block_gradient_norm_is_over_the_blocks_params(name):
     """grad_norm (grad_of params) = per seed, the norm of the gradient of all of a block's
     leaves (gates included), by plain autograd."""
     s = small(placement=name)
-    frame = measure_cell(s)
+    frame = measure_cell(s, pass_plan(s))
     got = frame[frame.metric == "grad_norm"].sort_values(["seed", "layer"])["value"].to_numpy()
     params, draw = build(s, s.seed_list())
     y, _ = forward(params, draw.x, s)

@@ -30,8 +30,9 @@ from conftest import ROOT, SNAKEMAKE, copy_workflow, run_snakemake
 from depthlab.core import io
 from depthlab.core.measure import measure_job
 from depthlab.core.records import NonFiniteError
-from depthlab.pipeline.codehash import MEASURE_CODE, PACKAGE_DIR, TRAIN_CODE
-from depthlab.pipeline.grid import study_jobs
+from depthlab.planner import provenance
+from depthlab.planner.codehash import MEASURE_CODE, PACKAGE_DIR, TRAIN_CODE
+from depthlab.planner.grid import study_jobs
 
 
 def small_config(depths=(2, 3), placements=("pre", "post"), **settings) -> dict:
@@ -67,7 +68,7 @@ def planned_jobs(dry_run_output: str) -> dict[str, int]:
 def copy_codehash(workdir: Path):
     """The codehash module of a workflow copy (hashes that copy's src/depthlab)."""
     spec = importlib.util.spec_from_file_location(
-        f"codehash_{abs(hash(workdir))}", workdir / "src/depthlab/pipeline/codehash.py")
+        f"codehash_{abs(hash(workdir))}", workdir / "src/depthlab/planner/codehash.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -99,7 +100,7 @@ def test_same_config_gives_the_same_numbers(tiny_run, tmp_path):
 
 
 def test_adding_a_depth_leaves_existing_cells_unchanged():
-    """Seeds are seed_offset + index (depthlab.pipeline.settings.run_seed), not a function of
+    """Seeds are seed_offset + index (depthlab.vocabulary.settings.run_seed), not a function of
     the grid."""
     before = study_jobs(small_config(depths=(2, 3)))
     after = study_jobs(small_config(depths=(4, 2, 3)))
@@ -368,7 +369,7 @@ def test_provenance_json_summarises_the_run(tiny_run):
 
 
 def test_git_commit_when_available():
-    commit = io.git_commit()
+    commit = provenance.git_commit()
     if (ROOT / ".git").exists():
         assert re.fullmatch(r"[0-9a-f]{40}", commit)
     else:

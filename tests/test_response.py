@@ -14,8 +14,9 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from depthlab.core.measure import run_pass
 from depthlab.core.model import Draw, build, forward, per_seed_loss
 from depthlab.core.response import directions, jacobian, linearised, model_update
-from depthlab.pipeline.placements import ORDER
-from depthlab.pipeline.settings import RunSettings
+from depthlab.planner.cost import pass_plan
+from depthlab.vocabulary.placements import ORDER
+from depthlab.vocabulary.settings import RunSettings
 
 
 def tiny(**kw) -> RunSettings:
@@ -58,7 +59,7 @@ def test_rezero_at_init_is_an_isometry():
     """ReZero at init is the identity map (alpha = 0, no final norm): J = I, every singular
     value 1, so both estimates are 1 whatever the directions."""
     s = tiny(placement="rezero", depth=4, jacobian_dirs=3)
-    probes, _ = run_pass(s, [0, 1])
+    probes, _ = run_pass(s, pass_plan(s), [0, 1])
     for metric in ("jacobian_rms_sv", "jacobian_max_sv"):
         assert torch.allclose(values(probes, metric), torch.ones(2, 1, dtype=torch.float64), rtol=0,
                               atol=1e-10)

@@ -10,15 +10,16 @@ import torch
 
 from depthlab.core.measure import measure_job
 from depthlab.core.records import copied_rows
-from depthlab.pipeline.grid import Cell, Job
-from depthlab.pipeline.reuse import covers, numbers_key, reuse
-from depthlab.pipeline.settings import RunSettings
+from depthlab.planner.grid import cell
+from depthlab.planner.reuse import covers, numbers_key, reuse
+from depthlab.vocabulary.jobs import Job
+from depthlab.vocabulary.settings import RunSettings
 
 SMALL = {"depth": 3, "d_model": 16, "heads": 2, "tokens": 8, "seeds": 2}
 
 
 def job(arm: str, **settings) -> Job:
-    return Job("s", arm, "j", (Cell("c", RunSettings(**{**SMALL, **settings})),))
+    return Job("s", arm, "j", (cell("c", RunSettings(**{**SMALL, **settings})),))
 
 
 def test_same_numbers_different_probes_share_and_the_richer_cell_owns():

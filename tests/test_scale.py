@@ -10,9 +10,9 @@ import yaml
 from conftest import ROOT
 
 from depthlab.core.measure import measure_job
-from depthlab.pipeline import cost
-from depthlab.pipeline.grid import study_jobs
-from depthlab.pipeline.validate import check_config
+from depthlab.planner import cost
+from depthlab.planner.grid import study_jobs
+from depthlab.planner.validate import check_config
 from depthlab.studies import STUDIES
 from depthlab.studies.scale import figures, tables
 from depthlab.studies.scale.fit import fit, local_exponents, omega_local

@@ -23,14 +23,15 @@ import pandas as pd
 import pytest
 import torch
 import yaml
-from conftest import ROOT, SNAKEMAKE, copy_workflow, run_snakemake
+from conftest import ROOT, SNAKEMAKE, copy_workflow, planned, run_snakemake
 
 from depthlab.core.io import read_meta
 from depthlab.core.measure import check_device, measure_cell
 from depthlab.core.model import _block_shapes, build, forward, per_seed_loss
-from depthlab.pipeline import cost, requests
-from depthlab.pipeline.grid import Cell, Job, study_jobs
-from depthlab.pipeline.settings import RunSettings
+from depthlab.planner import cost, resources
+from depthlab.planner.grid import cell, study_jobs
+from depthlab.vocabulary.jobs import Job
+from depthlab.vocabulary.settings import RunSettings
 
 SLURM_TOOLS = ROOT / "tests/slurm"
 # the real-cluster test changes the machine (packages, /etc): it runs only when asked (.ci/run);
@@ -49,12 +50,12 @@ SUBMITTED = re.compile(r"submitted with SLURM jobid (\d+) \(log: \S*/slurm_logs/
 
 
 def _job(**settings) -> Job:
-    return Job("s", "a", "j", (Cell("c", RunSettings(**settings)),))
+    return Job("s", "a", "j", (cell("c", RunSettings(**settings)),))
 
 
 def _requests(job: Job) -> tuple[int, int]:
-    return (requests.mem_mb(requests.measure_mb(job)),
-            requests.runtime_min(requests.measure_seconds(job)))
+    return (resources.mem_mb(resources.measure_mb(job)),
+            resources.runtime_min(resources.measure_seconds(job)))
 
 
 def test_requests_grow_with_depth_seeds_and_attempt():
@@ -67,9 +68,9 @@ def test_requests_grow_with_depth_seeds_and_attempt():
     # seed_batch bounds memory, not runtime
     mem_batched, min_batched = _requests(_job(depth=6, seeds=600, seed_batch=6))
     assert mem_batched < mem_seeds and min_batched == min_seeds
-    assert requests.mem_mb(1234.0, attempt=2) == 2 * requests.mem_mb(1234.0) == 2 * 2500
+    assert resources.mem_mb(1234.0, attempt=2) == 2 * resources.mem_mb(1234.0) == 2 * 2500
     # 61 s at a 2x margin: 122 s, 3 whole minutes
-    assert requests.runtime_min(61.0, attempt=3) == 3 * requests.runtime_min(61.0) == 3 * 3
+    assert resources.runtime_min(61.0, attempt=3) == 3 * resources.runtime_min(61.0) == 3 * 3
 
 
 @pytest.mark.parametrize("placement", ["pre", "deepnorm"])
@@ -83,28 +84,28 @@ def test_the_time_model_counts_what_a_pass_draws_and_dispatches(placement):
     drawn = sum(math.prod(shape) for name, shape in shapes.items()
                 if re.fullmatch(r"[wb](q|k|v|o|1|2)", name))
     own = 2 if placement == "deepnorm" else 1
-    assert requests.drawn_numbers(s) == s.seeds * s.depth * drawn * own
+    assert resources.drawn_numbers(s) == s.seeds * s.depth * drawn * own
     forward_only = dataclasses.replace(s, grad_of="none")
     recomputed = dataclasses.replace(s, depth=64, d_model=128, tokens=128, pass_mb=1)
     assert cost.recomputes(recomputed) and cost.seeds_per_pass(recomputed) == 1
-    assert [requests.draws(x) for x in (s, forward_only, recomputed)] == [1, 2, 3]
+    assert [resources.draws(x) for x in (s, forward_only, recomputed)] == [1, 2, 3]
     passes = math.ceil(s.seeds / cost.seeds_per_pass(s))
-    assert requests.block_calls(s) == passes * s.depth * 2
-    assert requests.block_calls(forward_only) == (
+    assert resources.block_calls(s) == passes * s.depth * 2
+    assert resources.block_calls(forward_only) == (
         math.ceil(s.seeds / cost.seeds_per_pass(forward_only)) * s.depth)
-    assert requests.block_calls(recomputed) == recomputed.seeds * recomputed.depth * 3
+    assert resources.block_calls(recomputed) == recomputed.seeds * recomputed.depth * 3
 
 
 def test_copied_cells_cost_no_time_and_hold_no_memory():
-    """A job whose cells are all copies (depthlab.pipeline.reuse) is predicted its start-up and
+    """A job whose cells are all copies (depthlab.planner.reuse) is predicted its start-up and
     the interpreter only; one copied cell of two removes that cell's share."""
     one, other = RunSettings(depth=48, seeds=6), RunSettings(depth=96, seeds=6)
-    job = Job("s", "a", "j", (Cell("x", one), Cell("y", other)))
-    assert requests.measure_seconds(job, {"x", "y"}) == requests.STARTUP_S
-    assert requests.measure_mb(job, {"x", "y"}) == requests.BASE_MB
-    alone = Job("s", "a", "j", (Cell("y", other),))
-    assert requests.measure_seconds(job, {"x"}) == pytest.approx(requests.measure_seconds(alone))
-    assert requests.measure_seconds(job) > requests.measure_seconds(job, {"x"})
+    job = Job("s", "a", "j", (cell("x", one), cell("y", other)))
+    assert resources.measure_seconds(job, {"x", "y"}) == resources.STARTUP_S
+    assert resources.measure_mb(job, {"x", "y"}) == resources.BASE_MB
+    alone = Job("s", "a", "j", (cell("y", other),))
+    assert resources.measure_seconds(job, {"x"}) == pytest.approx(resources.measure_seconds(alone))
+    assert resources.measure_seconds(job) > resources.measure_seconds(job, {"x"})
 
 
 @pytest.mark.parametrize("budget", [0, 300, 2500])
@@ -165,7 +166,8 @@ PEAK = """
 import sys
 import torch
 from depthlab.core.measure import measure_cell
-from depthlab.pipeline.settings import RunSettings
+from depthlab.planner.cost import pass_plan
+from depthlab.vocabulary.settings import RunSettings
 
 def kb(key):
     status = open("/proc/self/status").read()
@@ -175,7 +177,7 @@ torch.set_num_threads(1)
 s = RunSettings(**eval(sys.argv[1]))
 open("/proc/self/clear_refs", "w").write("5")
 before = kb("VmRSS")
-measure_cell(s)
+measure_cell(s, pass_plan(s))
 print((kb("VmHWM") - before) * 1024)
 """
 
@@ -201,7 +203,7 @@ def test_cuda_without_gpu_fails_before_any_work():
         check_device("cuda")
     start = time.perf_counter()
     with pytest.raises(RuntimeError, match="sees no CUDA device"):
-        measure_cell(RunSettings(device="cuda", depth=96, seeds=64))
+        measure_cell(*planned(RunSettings(device="cuda", depth=96, seeds=64)))
     assert time.perf_counter() - start < 1.0  # failed before building 64 seeds x 96 layers
     check_device("cpu")
 
@@ -240,12 +242,12 @@ def test_gpu_profile_sends_compute_jobs_to_a_gpu(tmp_path):
     jobs = {f"study={j.study}, arm={j.arm}, job={j.job}": j for j in study_jobs(config)}
     blocks = re.findall(r"rule measure:.*?wildcards: (.*?)\n.*?resources: (.*?)\n", out, re.S)
     assert blocks
-    for wildcards, resources in blocks:
+    for wildcards, requested in blocks:
         job = jobs[wildcards]
         for expected in ("slurm_partition=gpu", "gpu=1", f"cpus_per_task={config['threads']}",
-                         f"mem_mb={requests.mem_mb(requests.measure_mb(job))},",
-                         f"runtime={requests.runtime_min(requests.measure_seconds(job))},"):
-            assert expected in resources + ",", (wildcards, expected)
+                         f"mem_mb={resources.mem_mb(resources.measure_mb(job))},",
+                         f"runtime={resources.runtime_min(resources.measure_seconds(job))},"):
+            assert expected in requested + ",", (wildcards, expected)
 
 
 # ---------------------------------------------------------------- the real cluster

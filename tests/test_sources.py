@@ -11,8 +11,8 @@ import re
 import yaml
 from conftest import ROOT
 
-from depthlab.pipeline.settings import RunSettings
-from depthlab.pipeline.train_settings import TrainSettings
+from depthlab.vocabulary.settings import RunSettings
+from depthlab.vocabulary.train_settings import TrainSettings
 
 SCHEMA = yaml.safe_load((ROOT / "workflow/schemas/config.schema.yaml").read_text())
 CONFIG_README = (ROOT / "config/README.md").read_text()
@@ -93,5 +93,5 @@ def test_every_name_the_docs_give_exists():
             if not (ROOT / file).exists():
                 missing.append(f"{doc}: {path}")
     assert not missing, missing
-    assert resolves("depthlab.pipeline.settings.RunSettings.check")
+    assert resolves("depthlab.vocabulary.settings.RunSettings.check")
     assert not resolves("depthlab.settings.RunSettings") and not resolves("depthlab.pipeline.nope")

@@ -13,7 +13,7 @@ import torch
 from depthlab.analysis.omega import formula_abs, general_abs, independent_abs, omega_sq
 from depthlab.core.model import Trace, build, forward
 from depthlab.core.probes import block_independence, omega, stream_stats
-from depthlab.pipeline.settings import RunSettings
+from depthlab.vocabulary.settings import RunSettings
 
 S, N, D, L = 4, 32, 256, 32
 

@@ -30,10 +30,10 @@ from depthlab.core.train import (
     validation_loss,
     windows,
 )
-from depthlab.pipeline import cost
-from depthlab.pipeline.corpus import CORPUS_SHA256
-from depthlab.pipeline.settings import ConfigError, RunSettings
-from depthlab.pipeline.train_settings import TrainSettings, training_arms
+from depthlab.planner import cost
+from depthlab.vocabulary.corpus import CORPUS_SHA256
+from depthlab.vocabulary.settings import ConfigError, RunSettings
+from depthlab.vocabulary.train_settings import TrainSettings, training_arms
 
 
 @pytest.fixture(scope="module")
@@ -124,7 +124,7 @@ def test_train_settings_are_checked():
         TrainSettings.from_mapping({"step": 10})
     config = {"studies": {"t": {"settings": {"loss": "mse"}, "training": {},
                                 "arms": {"a": {"axes": {"depth": [2]}}}}}}
-    from depthlab.pipeline.grid import study_jobs
+    from depthlab.planner.grid import study_jobs
     with pytest.raises(ConfigError, match="cross_entropy"):
         training_arms(config, study_jobs(config))
 

@@ -7,14 +7,16 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from conftest import planned
 
 from depthlab.core.calibrate import branch_scales, calibrate
 from depthlab.core.measure import measure_cell
 from depthlab.core.model import build, forward
-from depthlab.pipeline.calibration import calibrated_arms
-from depthlab.pipeline.grid import study_jobs
-from depthlab.pipeline.settings import ConfigError, RunSettings
+from depthlab.planner.calibration import calibrated_arms
+from depthlab.planner.cost import pass_plan
+from depthlab.planner.grid import study_jobs
 from depthlab.studies.varsplit import fit as varsplit
+from depthlab.vocabulary.settings import ConfigError, RunSettings
 
 
 def small(**kw) -> RunSettings:
@@ -37,7 +39,7 @@ def wide(frame: pd.DataFrame, metric: str, sublayer: str) -> np.ndarray:
 @pytest.mark.parametrize("skip", [1.0, 1.7])
 def test_increments_add_up_to_the_stream_variance(skip):
     # the probe's identity: V(h_l) = c^2 V_{l-1} + delta_attn(l), V_l = c^2 V(h_l) + delta_mlp(l)
-    frame = measure_cell(small(skip_scale=skip))
+    frame = measure_cell(*planned(small(skip_scale=skip)))
     v = wide(frame, "stream_var", "block")
     a, m = wide(frame, "delta", "attn"), wide(frame, "delta", "mlp")
     rebuilt = v[:, :1].copy()
@@ -51,7 +53,7 @@ def test_increments_add_up_to_the_stream_variance(skip):
 
 def test_uniform_alpha_scales_increments_by_alpha_squared_only_with_the_input():
     alpha = 0.5
-    one = measure_cell(small())
+    one = measure_cell(*planned(small()))
     # the first block reads the same input, so its branch adds exactly alpha * a
     t1, ta = traced(small()), traced(small(residual_scale=alpha))
     torch.testing.assert_close(ta.mid[0] - ta.stream[0], alpha * t1.attn[0], rtol=1e-12, atol=0)
@@ -62,7 +64,7 @@ def test_uniform_alpha_scales_increments_by_alpha_squared_only_with_the_input():
         torch.testing.assert_close(xa.var(dim=(1, 2)), alpha**2 * x1.var(dim=(1, 2)), rtol=1e-3,
                                    atol=0)
     # with the input unscaled the input's share changes, and deep increments are not alpha^2 x
-    other = measure_cell(small(residual_scale=alpha))
+    other = measure_cell(*planned(small(residual_scale=alpha)))
     ratio = wide(other, "delta", "attn").mean(0) / wide(one, "delta", "attn").mean(0)
     assert abs(ratio[-1] / alpha**2 - 1) > 0.1
 
@@ -98,7 +100,7 @@ def test_config_scales_change_the_forward_pass():
 
 
 def test_calibration_flattens_the_scaled_first_order_increments():
-    frame = measure_cell(small())
+    frame = measure_cell(*planned(small()))
     frame["label"] = "depth-6"
     cal = calibrate(frame)
     scaled = cal["alpha"] ** 2 * cal["delta"]
@@ -115,8 +117,8 @@ def test_calibration_flattens_the_scaled_first_order_increments():
 
 
 def test_forward_only_runs_give_the_same_forward_probes():
-    with_grad = measure_cell(small(depth=3, grad_of="params"))
-    without = measure_cell(small(depth=3))
+    with_grad = measure_cell(*planned(small(depth=3, grad_of="params")))
+    without = measure_cell(*planned(small(depth=3)))
     assert "grad_norm" in set(with_grad["metric"]) and "grad_norm" not in set(without["metric"])
     np.testing.assert_array_equal(wide(without, "delta", "mlp"), wide(with_grad, "delta", "mlp"))
 
@@ -124,10 +126,10 @@ def test_forward_only_runs_give_the_same_forward_probes():
 def test_measured_branch_scales_are_recorded_and_applied():
     s = small(depth=3)
     scales = [(0.5, 2.0), (1.0, 1.0), (2.0, 0.5)]
-    frame = measure_cell(s, branch_scales=scales)
+    frame = measure_cell(s, pass_plan(s), branch_scales=scales)
     recorded = wide(frame, "branch_scale", "attn")
     np.testing.assert_array_equal(recorded, np.tile([0.5, 1.0, 2.0], (3, 1)))
-    plain = measure_cell(s)
+    plain = measure_cell(s, pass_plan(s))
     assert not np.allclose(wide(frame, "delta", "attn"), wide(plain, "delta", "attn"))
 
 
@@ -151,7 +153,7 @@ def test_calibrated_arms_checks_its_source():
 
 
 def test_fit_slopes_ratios_and_crossover_match_direct_computation():
-    frame = measure_cell(small(depth=8, seeds=4))
+    frame = measure_cell(*planned(small(depth=8, seeds=4)))
     for key, value in {"study": "varsplit", "arm": "base", "job": "all", "label": "x"}.items():
         frame[key] = value
     fits = varsplit.fit(frame, {})

@@ -11,7 +11,7 @@ import pytest
 from conftest import CONSOLE, tiny_targets
 
 from depthlab.core.io import read_meta
-from depthlab.pipeline import paths
+from depthlab.vocabulary import paths
 
 
 @pytest.mark.workflow
@@ -80,7 +80,7 @@ def test_a_jobs_warnings_go_to_its_log(tmp_path):
 @pytest.mark.workflow
 def test_every_compute_job_logs_what_it_used(tiny_run):
     """Each measure and train job ends its log with its CPU seconds and its peak memory
-    (depthlab.core.usage.log_use), which benchmarks/requests.py reads: at most the job's wall
+    (depthlab.core.usage.log_use), which benchmarks/resources.py reads: at most the job's wall
     time on its one thread, and a peak of at least what Snakemake's benchmark file sampled."""
     benches = sorted((tiny_run / "results/benchmarks").rglob("*.tsv"))
     assert len(benches) >= 6

@@ -1,7 +1,7 @@
 # Arms with `calibrate_from`: per-layer, per-branch residual scales from another arm's run, then
 # the arm's cells measured again with them (depthlab.core.calibrate).
-from depthlab.pipeline.calibration import calibrated_arms
-from depthlab.pipeline.codehash import CALIBRATED_CODE
+from depthlab.planner.calibration import calibrated_arms
+from depthlab.planner.codehash import CALIBRATED_CODE
 
 try:
     CALIBRATED = calibrated_arms(config, JOBS)

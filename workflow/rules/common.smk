@@ -13,13 +13,14 @@ from snakemake.utils import validate
 # (the Snakefile puts this workflow's src/ first on sys.path and PYTHONPATH: the package hashed
 # below is the one jobs import)
 from depthlab.claims.schema import load_claims
-from depthlab.pipeline import paths, requests
-from depthlab.pipeline.catalogue import Catalogue, unshared
-from depthlab.pipeline.codehash import BASE, MEASURE_CODE, code_hash, study_code_hash
-from depthlab.pipeline.grid import arm_settings
-from depthlab.pipeline.reuse import owner_shards, reuse
-from depthlab.pipeline.settings import ConfigError
-from depthlab.pipeline.validate import check_config
+from depthlab.vocabulary import paths
+from depthlab.planner import resources
+from depthlab.planner.catalogue import Catalogue, unshared
+from depthlab.planner.codehash import BASE, MEASURE_CODE, code_hash, study_code_hash
+from depthlab.planner.grid import arm_settings
+from depthlab.planner.reuse import owner_shards, reuse
+from depthlab.vocabulary.settings import ConfigError
+from depthlab.planner.validate import check_config
 from depthlab.studies import STUDIES, TARGETS
 
 # a named run works in its own folder (the Snakefile's `workdir:`): the config's relative paths
@@ -47,7 +48,7 @@ if config.get("run") == {}:
 JOBS = CATALOGUE.jobs
 
 # cells whose numbers another job's cell gives are copied from its shard, not measured again
-# (depthlab.pipeline.reuse); calibrated arms and training studies are never shared
+# (depthlab.planner.reuse); calibrated arms and training studies are never shared
 REUSED = reuse(list(JOBS.values()), unshared(config))
 MEASURE_HASH = code_hash(MEASURE_CODE)
 BASE_HASH = code_hash(BASE)
@@ -91,7 +92,7 @@ def job_cells(wildcards):
 @signature_cached
 def job_owners(wildcards):
     """The shards a measure job copies cells from (their owners measure them), in the order
-    of depthlab.pipeline.reuse.owner_shards."""
+    of depthlab.planner.reuse.owner_shards."""
     key = (wildcards.study, wildcards.arm, wildcards.job)
     return owner_shards(REUSED.get(key, {}).values())
 
@@ -109,32 +110,32 @@ def job_reused(wildcards):
 
 @signature_cached
 def measure_mem_mb(wildcards, attempt):
-    """Memory request of one measure job in MB (depthlab.pipeline.requests), more on each
+    """Memory request of one measure job in MB (depthlab.planner.resources), more on each
     retry."""
     job = job_of(wildcards)
     copied = REUSED.get((job.study, job.arm, job.job), {})
-    return requests.mem_mb(requests.measure_mb(job, copied), attempt)
+    return resources.mem_mb(resources.measure_mb(job, copied), attempt)
 
 
 @signature_cached
 def measure_runtime(wildcards, attempt):
-    """Runtime request of one measure job in minutes (depthlab.pipeline.requests)."""
+    """Runtime request of one measure job in minutes (depthlab.planner.resources)."""
     job = job_of(wildcards)
     copied = REUSED.get((job.study, job.arm, job.job), {})
-    return requests.runtime_min(requests.measure_seconds(job, copied), attempt)
+    return resources.runtime_min(resources.measure_seconds(job, copied), attempt)
 
 
 def train_mem_mb(wildcards, attempt):
-    """Memory request of one train job in MB (depthlab.pipeline.requests)."""
-    return requests.mem_mb(requests.train_mb(job_of(wildcards)), attempt)
+    """Memory request of one train job in MB (depthlab.planner.resources)."""
+    return resources.mem_mb(resources.train_mb(job_of(wildcards)), attempt)
 
 
 def train_runtime(wildcards, attempt):
-    """Runtime request of one train job in minutes (depthlab.pipeline.requests; TRAINING is
+    """Runtime request of one train job in minutes (depthlab.planner.resources; TRAINING is
     set in train.smk)."""
     job = job_of(wildcards)
-    seconds = requests.train_seconds(job, TRAINING[(job.study, job.arm)])
-    return requests.runtime_min(seconds, attempt)
+    seconds = resources.train_seconds(job, TRAINING[(job.study, job.arm)])
+    return resources.runtime_min(seconds, attempt)
 
 
 def job_training(wildcards):

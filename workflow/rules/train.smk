@@ -1,8 +1,8 @@
 # Training studies (a `training:` block): the corpus, then one train job per (study, arm, job id)
 # in place of measure; its shard feeds the same fit -> render stages.
-from depthlab.pipeline.codehash import TRAIN_CODE
-from depthlab.pipeline.corpus import CORPUS_SHA256, SHIPPED
-from depthlab.pipeline.train_settings import training_arms
+from depthlab.planner.codehash import TRAIN_CODE
+from depthlab.vocabulary.corpus import CORPUS_SHA256, SHIPPED
+from depthlab.vocabulary.train_settings import training_arms
 
 try:
     TRAINING = training_arms(config, JOBS.values())

@@ -2,8 +2,9 @@
 
 import pandas as pd
 
-from depthlab.core.io import inherited, provenance, read_meta, write_parquet
+from depthlab.core.io import inherited, read_meta, write_parquet
 from depthlab.core.logs import to_file
+from depthlab.planner.provenance import provenance
 
 to_file(snakemake.log[0])
 frame = pd.concat([pd.read_parquet(p) for p in snakemake.input], ignore_index=True)

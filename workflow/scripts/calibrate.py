@@ -3,8 +3,9 @@
 import pandas as pd
 
 from depthlab.core.calibrate import calibrate
-from depthlab.core.io import inherited, provenance, read_meta, write_parquet
+from depthlab.core.io import inherited, read_meta, write_parquet
 from depthlab.core.logs import to_file
+from depthlab.planner.provenance import provenance
 
 to_file(snakemake.log[0])
 source = snakemake.input[0]

@@ -9,8 +9,9 @@ from depthlab.analysis.fits import read_fits
 from depthlab.claims.ledger import ledger
 from depthlab.claims.publish import to_html, to_markdown
 from depthlab.claims.schema import load_claims
-from depthlab.core.io import inherited, provenance, read_meta, write_parquet, write_text
+from depthlab.core.io import inherited, read_meta, write_parquet, write_text
 from depthlab.core.logs import to_file
+from depthlab.planner.provenance import provenance
 
 to_file(snakemake.log[0])
 paths = list(snakemake.input.fits)

@@ -5,8 +5,9 @@ import json
 
 import pandas as pd
 
-from depthlab.core.io import inherited, provenance, read_meta, write_parquet
+from depthlab.core.io import inherited, read_meta, write_parquet
 from depthlab.core.logs import to_file
+from depthlab.planner.provenance import provenance
 
 to_file(snakemake.log[0])
 study = snakemake.wildcards.study

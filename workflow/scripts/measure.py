@@ -7,20 +7,21 @@ import time
 import pandas as pd
 
 from depthlab.core.calibrate import branch_scales
-from depthlab.core.io import job_provenance, write_parquet
+from depthlab.core.io import write_parquet
 from depthlab.core.logs import Progress, to_file
 from depthlab.core.records import copied_rows, job_rows
 from depthlab.core.usage import log_use_at_exit
-from depthlab.pipeline import cost
-from depthlab.pipeline.grid import Job
-from depthlab.pipeline.reuse import Source, owner_shards
+from depthlab.planner import cost
+from depthlab.planner.grid import job_from_json
+from depthlab.planner.provenance import job_provenance
+from depthlab.planner.reuse import Source, owner_shards
 
 to_file(snakemake.log[0])
-log_use_at_exit()  # benchmarks/requests.py reads the line
+log_use_at_exit()  # benchmarks/resources.py reads the line
 w = snakemake.wildcards
-job = Job.from_json(w.study, w.arm, w.job, snakemake.params.cells)
+job = job_from_json(w.study, w.arm, w.job, snakemake.params.cells)
 logging.info("measuring %d cells of %s/%s/%s", len(job.cells), job.study, job.arm, job.job)
-# cells another job measures with the same numbers (depthlab.pipeline.reuse) are copied from its
+# cells another job measures with the same numbers (depthlab.planner.reuse) are copied from its
 # shard, not measured again; a job of copies only does without torch (its import: 2 s)
 reused = json.loads(snakemake.params.get("reused", "{}"))
 measures = any(c.label not in reused for c in job.cells)

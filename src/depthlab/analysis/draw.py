@@ -1,4 +1,4 @@
-"""Drawing one declared target (depthlab.pipeline.targets) from the fits of the arms it reads."""
+"""Drawing one declared target (depthlab.vocabulary.targets) from the fits of the arms it reads."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 from depthlab.analysis.fits import read_fits
 from depthlab.analysis.tables import write_table
-from depthlab.pipeline.targets import Target
+from depthlab.vocabulary.targets import Target
 
 
 def draw(target: Target, fit_paths: list[str | Path], options: dict,

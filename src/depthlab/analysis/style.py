@@ -1,6 +1,6 @@
 """The one plotting style of every figure: seaborn's paper theme, curves drawn with seaborn from
 the fit tables' seed summaries (a line with the seed spread as a band), a placement's colour,
-marker and label from the registry (depthlab.pipeline.placements), log axes with at most one
+marker and label from the registry (depthlab.vocabulary.placements), log axes with at most one
 label per decade, legends that list only what is drawn, and atomic PNG (300 dpi) + SVG + PDF
 output."""
 
@@ -22,7 +22,7 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
 from depthlab.core.io import atomic_path  # noqa: E402
-from depthlab.pipeline.placements import COLORS, LABELS, MARKERS, ORDER  # noqa: E402
+from depthlab.vocabulary.placements import COLORS, LABELS, MARKERS, ORDER  # noqa: E402
 
 DPI = 300  # of the PNG
 FORMATS = ("png", "svg", "pdf")  # what every figure is written as (Target.outputs)

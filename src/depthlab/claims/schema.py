@@ -76,8 +76,8 @@ from pathlib import Path
 import yaml
 
 from depthlab.claims.expressions import ExpressionError, parse
-from depthlab.pipeline.settings import ConfigError
 from depthlab.studies import STUDIES
+from depthlab.vocabulary.settings import ConfigError
 
 NOTES = ("varsplit", "stack96", "theory096", "monitor", "training", "fixes")
 FITS = tuple(sorted(STUDIES))  # the studies the pipeline fits

@@ -1,6 +1,6 @@
 """Layerwise per-branch residual scales calibrated from an unscaled Pre-LN run (varsplit).
 
-An arm with `calibrate_from: <arm>` (checked by depthlab.pipeline.calibration) is measured in
+An arm with `calibrate_from: <arm>` (checked by depthlab.planner.calibration) is measured in
 two DAG stages: `calibrate` reads the shard
 of the named arm's job and writes per-layer scales, then the arm's measure job reruns the same
 cells with `model.forward(..., branch_scales=...)`. The rule, per cell and branch b:

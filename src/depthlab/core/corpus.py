@@ -1,5 +1,5 @@
 """The training corpus: put it in place (the shipped .xz copy, a local file or a URL), check its
-sha256, encode it (constants: depthlab.pipeline.corpus)."""
+sha256, encode it (constants: depthlab.vocabulary.corpus)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Atomic file output and provenance metadata.
+"""Atomic file output and provenance metadata (what a file's provenance holds is made by
+depthlab.planner.provenance).
 
 Every file is written to a temporary name in its target folder and renamed into place, so an
 interrupted job never leaves a file that looks complete. Every Parquet file carries, under the
@@ -10,11 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib.metadata
 import json
 import os
-import platform
-import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,8 +20,6 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
-
-from depthlab.pipeline.codehash import MEASURE_CODE, PACKAGE_DIR, code_hash
 
 # the keys every Parquet file of the pipeline carries (a test checks them)
 PROVENANCE_KEYS = (
@@ -50,43 +46,6 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
-
-
-def git_commit() -> str:
-    """The commit of the working tree, or '' outside a git checkout."""
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=PACKAGE_DIR,
-            check=False, timeout=10,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
-    return out.stdout.strip() if out.returncode == 0 else ""
-
-
-def provenance(extra: dict | None = None) -> dict[str, str]:
-    """Versions and hashes that identify how a result was made; `extra` adds what it was made
-    from (config_hash, dtype, device: see inherited). torch's version comes from its installed
-    metadata, so that the jobs that only read and write tables do not import torch."""
-    info = {
-        "depthlab_code_hash": code_hash(),
-        "measure_code_hash": code_hash(MEASURE_CODE),
-        "torch_version": importlib.metadata.version("torch"),
-        "python_version": platform.python_version(),
-        "pyarrow_version": pa.__version__,
-        "git_commit": git_commit(),
-    }
-    info.update({k: str(v) for k, v in (extra or {}).items()})
-    return info
-
-
-def job_provenance(job, config_text: str, threads: int) -> dict[str, str]:
-    """provenance() of a compute job's shard: the hash of the config text that defines the job
-    (its cells, and its training settings for a train job), the dtype and device of its first
-    cell, and the threads it ran on."""
-    first = job.cells[0].settings
-    return provenance({"config_hash": config_hash(config_text), "dtype": first.dtype,
-                       "device": first.device, "threads": threads})
 
 
 def write_parquet(frame: pd.DataFrame, path: str | Path, meta: dict[str, str]) -> None:

@@ -15,9 +15,8 @@ from depthlab.core.probes import Probe, backward, pass_rows, run_probes
 from depthlab.core.recompute import recomputed_backward
 from depthlab.core.records import check_finite, job_rows
 from depthlab.core.response import response_probes
-from depthlab.pipeline.cost import recomputes, seeds_per_pass, streamed
-from depthlab.pipeline.grid import Cell, Job
-from depthlab.pipeline.settings import RunSettings
+from depthlab.vocabulary.jobs import Cell, Job, PassPlan
+from depthlab.vocabulary.settings import RunSettings
 
 log = logging.getLogger(__name__)
 
@@ -35,24 +34,18 @@ def check_device(device: str) -> None:
         )
 
 
-def seed_chunks(s: RunSettings) -> list[list[int]]:
-    """The cell's seeds split into passes of depthlab.pipeline.cost.seeds_per_pass."""
-    seeds = s.seed_list()
-    size = seeds_per_pass(s)
-    return [seeds[i : i + size] for i in range(0, len(seeds), size)]
-
-
 BranchScales = list[tuple[float, float]]
 
 
 def forward_backward(
-    params: StackParams, draw: Draw, s: RunSettings, branch_scales: BranchScales | None = None
+    params: StackParams, draw: Draw, s: RunSettings, plan: PassPlan,
+    branch_scales: BranchScales | None = None,
 ) -> tuple[Trace, torch.Tensor]:
     """The forward pass and, unless grad_of is 'none', the backward pass the probes read;
-    returns the trace and the per-seed losses (S,). Where the cost model says a seed's graph
-    exceeds the pass budget (depthlab.pipeline.cost.recomputes), the forward pass keeps no
-    graph and the backward pass recomputes one block at a time (depthlab.core.recompute)."""
-    if recomputes(s):
+    returns the trace and the per-seed losses (S,). Where the plan recomputes (a seed's graph
+    exceeds the pass budget), the forward pass keeps no graph and the backward pass recomputes
+    one block at a time (depthlab.core.recompute)."""
+    if plan.recomputes:
         with torch.no_grad():
             _, trace = forward(params, draw.x, s, branch_scales)
         return trace, recomputed_backward(params, draw, trace, s, branch_scales)
@@ -70,7 +63,7 @@ def forward_backward(
 
 
 def run_pass(
-    s: RunSettings, seeds: list[int], branch_scales: BranchScales | None = None
+    s: RunSettings, plan: PassPlan, seeds: list[int], branch_scales: BranchScales | None = None
 ) -> tuple[list[Probe], torch.Tensor]:
     """Build, forward, backward (none with grad_of 'none') and probe one batch of seeds, then
     the probes that run the model again where the settings ask for them (jacobian_dirs,
@@ -79,8 +72,8 @@ def run_pass(
     branch_scales[l] = (alpha_attn, alpha_mlp) of block l+1 replaces the uniform residual_scale
     (see model.forward); the scales applied are recorded as metric branch_scale."""
     # a forward-only pass, or one that recomputes blocks, draws each block when it needs it
-    params, draw = build(s, seeds, streamed=streamed(s))
-    trace, loss = forward_backward(params, draw, s, branch_scales)
+    params, draw = build(s, seeds, streamed=plan.streamed)
+    trace, loss = forward_backward(params, draw, s, plan, branch_scales)
     probes = run_probes(params, trace, s)
     del trace  # the response probes run passes of their own: free this one's tensors first
     probes += response_probes(params, draw, s, branch_scales)
@@ -95,14 +88,15 @@ def run_pass(
 
 
 def measure_cell(
-    s: RunSettings, cell: str = "", branch_scales: BranchScales | None = None
+    s: RunSettings, plan: PassPlan, cell: str = "", branch_scales: BranchScales | None = None
 ) -> pd.DataFrame:
     """Every probe of every seed of one cell, one row per (seed, layer, sublayer, metric),
-    with each setting as a column. Raises NonFiniteError naming the cell and seed on NaN/inf."""
+    with each setting as a column; the seeds in the plan's passes. Raises NonFiniteError naming
+    the cell and seed on NaN/inf."""
     check_device(s.device)
     parts = []
-    for seeds in seed_chunks(s):
-        probes, loss = run_pass(s, seeds, branch_scales)
+    for seeds in plan.chunks(s.seed_list()):
+        probes, loss = run_pass(s, plan, seeds, branch_scales)
         frame = pass_rows(probes, seeds, loss)
         check_finite(frame, cell)
         parts.append(frame)
@@ -126,6 +120,7 @@ def measure_job(job: Job, branch_scales: dict[str, BranchScales] | None = None,
         if copies and cell.label in copies:
             return copies[cell.label]
         scales = None if branch_scales is None else branch_scales[cell.label]
-        return measure_cell(cell.settings, f"{job.study}/{job.arm}/{cell.label}", scales)
+        return measure_cell(cell.settings, cell.plan, f"{job.study}/{job.arm}/{cell.label}",
+                            scales)
 
     return job_rows(job, cell_rows, done)

@@ -4,7 +4,7 @@ All seeds of a cell run in one pass with batched matmuls (`torch.baddbmm`), so t
 Python and dispatch overhead of a loop over small matrices is paid once. Seed s of the batch is
 exactly the model that `torch.manual_seed(seed_s)` followed by building PyTorch modules gives.
 
-Each block is its placement's block function (depthlab.pipeline.placements) run on the
+Each block is its placement's block function (depthlab.vocabulary.placements) run on the
 sublayer operations of `BlockOps`; the registry entry also says which norms and gates a block
 has, whether a placement draws its own init, scales its skip path, carries a second stream or
 normalises the input. Pre-LN and Post-LN equal `nn.TransformerEncoderLayer(norm_first=True/False)`
@@ -21,8 +21,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from depthlab.pipeline.placements import PLACEMENTS
-from depthlab.pipeline.settings import RunSettings
+from depthlab.vocabulary.placements import PLACEMENTS
+from depthlab.vocabulary.settings import RunSettings
 
 BLOCK_WEIGHTS = ("wq", "wk", "wv", "wo", "w1", "w2")
 
@@ -382,7 +382,7 @@ def _join(x: Tensor, skip: float, branch: Tensor, scale: float) -> Tensor:
 @dataclass
 class BlockOps:
     """The sublayer operations a placement's block function is written against (see
-    depthlab.pipeline.placements) for one block: its parameters p, the settings, the branch
+    depthlab.vocabulary.placements) for one block: its parameters p, the settings, the branch
     scales (a_attn, a_mlp), the trace that records mid, attn and mlp, the block's index
     (1..L) and the second stream it adds to (placements with `carry`, else None)."""
 

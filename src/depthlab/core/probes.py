@@ -19,8 +19,8 @@ import torch
 from torch import Tensor
 
 from depthlab.core.model import BLOCK_WEIGHTS, StackParams, Trace
-from depthlab.pipeline.placements import PLACEMENTS
-from depthlab.pipeline.settings import RunSettings
+from depthlab.vocabulary.placements import PLACEMENTS
+from depthlab.vocabulary.settings import RunSettings
 
 
 @dataclass

@@ -25,8 +25,8 @@ from depthlab.core.model import (
     per_seed_loss,
 )
 from depthlab.core.probes import counted, sq_norm
-from depthlab.pipeline.placements import PLACEMENTS
-from depthlab.pipeline.settings import RunSettings
+from depthlab.vocabulary.placements import PLACEMENTS
+from depthlab.vocabulary.settings import RunSettings
 
 
 def _grad_leaf(t: Tensor) -> Tensor:

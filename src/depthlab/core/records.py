@@ -10,8 +10,8 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from depthlab.pipeline.grid import Cell, Job
-from depthlab.pipeline.reuse import GRADIENT_METRICS, JACOBIAN_METRICS, UPDATE_METRICS
+from depthlab.vocabulary.jobs import Cell, Job
+from depthlab.vocabulary.metrics import GRADIENT_METRICS, JACOBIAN_METRICS, UPDATE_METRICS
 
 
 class NonFiniteError(RuntimeError):
@@ -38,7 +38,7 @@ def tag(frame: pd.DataFrame, study: str, arm: str, job: str, label: str) -> pd.D
 
 def copied_rows(owner: pd.DataFrame, label: str, cell: Cell) -> pd.DataFrame:
     """The rows a cell would measure, taken from the shard of a cell with the same numbers
-    (depthlab.pipeline.reuse): the owner's rows of `label` without the probes this cell does not
+    (depthlab.planner.reuse): the owner's rows of `label` without the probes this cell does not
     take (gradients, pairwise block correlations, the Jacobian and the update), with this cell's
     settings as columns, in the column order a measured cell has (tag adds study, arm, job and
     label)."""

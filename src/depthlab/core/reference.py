@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from depthlab.core.model import torch_dtype
-from depthlab.pipeline.settings import RunSettings
+from depthlab.vocabulary.settings import RunSettings
 
 
 def per_seed_loop(s: RunSettings) -> dict[str, torch.Tensor]:

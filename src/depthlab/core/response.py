@@ -1,7 +1,7 @@
 """Probes that run the model again: how the head input responds to a change of the input (the
 input-output Jacobian) or of the weights (one optimiser step). Both are opt-in settings
 (`jacobian_dirs`, `update_lr`) and need every block held (a pass that is neither streamed nor
-recomputed: depthlab.pipeline.validate rejects the others). They run their own passes on the
+recomputed: depthlab.planner.validate rejects the others). They run their own passes on the
 cell's weights and input, so no other probe's numbers change.
 
 Units: the input x ~ N(0, 1), so activations and their changes are in input-sd units; a
@@ -18,7 +18,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from depthlab.core.model import Draw, StackParams, Trace, forward, per_seed_loss
 from depthlab.core.probes import Probe, rms, sq_norm
-from depthlab.pipeline.settings import RunSettings
+from depthlab.vocabulary.settings import RunSettings
 
 BranchScales = list[tuple[float, float]]  # as depthlab.core.measure: (attn, mlp) per block
 ADAM_EPS = 1e-8  # torch.optim.Adam's default eps

@@ -28,9 +28,9 @@ from depthlab.core.measure import check_device
 from depthlab.core.model import Draw, StackParams, build, forward, per_seed_loss, torch_dtype
 from depthlab.core.probes import Probe, backward, pass_rows, probe_rows, run_probes
 from depthlab.core.records import NonFiniteError, check_finite, tag
-from depthlab.pipeline.grid import Job
-from depthlab.pipeline.settings import RunSettings
-from depthlab.pipeline.train_settings import TrainSettings, check_model
+from depthlab.vocabulary.jobs import Job
+from depthlab.vocabulary.settings import RunSettings
+from depthlab.vocabulary.train_settings import TrainSettings, check_model
 
 log = logging.getLogger(__name__)
 

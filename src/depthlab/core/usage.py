@@ -1,6 +1,6 @@
 """What a job used, logged when it exits: CPU seconds and peak memory (no torch).
 
-benchmarks/requests.py reads the line to check depthlab.pipeline.requests against every job:
+benchmarks/resources.py reads the line to check depthlab.planner.resources against every job:
 Snakemake's `benchmark:` files sample a job every 30 s after its first 15 s, so they lose the
 end of its CPU time and can miss its peak.
 """

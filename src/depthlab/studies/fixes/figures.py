@@ -1,5 +1,5 @@
 """The figures of the fixes study: small multiples, a panel per placement family (where the
-LayerNorm sits: depthlab.pipeline.placements.FAMILIES) and a row per view (against depth, or
+LayerNorm sits: depthlab.vocabulary.placements.FAMILIES) and a row per view (against depth, or
 against the block index at the deepest depth); a curve per placement with data (and Pre-LN with
 calibrated scales), median across seeds with the seed range as a band. Curves that lie on each
 other are named in the legend."""
@@ -30,7 +30,6 @@ from depthlab.analysis.style import (
     together,
     ylabel,
 )
-from depthlab.pipeline.placements import FAMILIES, LABELS, PALETTE, PLACEMENTS
 from depthlab.studies.fixes.fit import CALIBRATED, FIX_LABELS
 from depthlab.studies.fixes.tables import (
     GRAD_READINGS,
@@ -38,6 +37,7 @@ from depthlab.studies.fixes.tables import (
     reading_ratios,
     width_depth,
 )
+from depthlab.vocabulary.placements import FAMILIES, LABELS, PALETTE, PLACEMENTS
 
 # the placements' look, and the calibrated Pre-LN variant's: the first colour no placement
 # takes, dashed

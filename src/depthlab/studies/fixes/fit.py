@@ -21,7 +21,7 @@ import pandas as pd
 
 from depthlab.analysis.profiles import PerSeed, last, omega_slope, wide
 from depthlab.analysis.stats import loglog_slopes, summarise_seeds
-from depthlab.pipeline.placements import LABELS, ORDER
+from depthlab.vocabulary.placements import LABELS, ORDER
 
 CALIBRATED = "pre_calibrated"  # Pre-LN with branch scales from a calibration stage
 FIX_ORDER = (*ORDER, CALIBRATED)  # the table and plotting order: the registry's, then it

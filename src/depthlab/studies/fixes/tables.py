@@ -6,8 +6,8 @@ import pandas as pd
 
 from depthlab.analysis.select import pick
 from depthlab.analysis.tables import median_range
-from depthlab.pipeline.placements import PLACEMENTS
 from depthlab.studies.fixes.fit import FIX_LABELS, FIX_ORDER
+from depthlab.vocabulary.placements import PLACEMENTS
 
 # (quantity, column): the probes of the notes, one number per seed each (fit.QUANTITIES)
 PROBES = (

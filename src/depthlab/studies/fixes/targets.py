@@ -1,8 +1,8 @@
 """The tables and figures of the fixes study (issue 18: do the literature's fixes fix it?),
 declared once."""
 
-from depthlab.pipeline.placements import PLACEMENTS
-from depthlab.pipeline.targets import Target, declare
+from depthlab.vocabulary.placements import PLACEMENTS
+from depthlab.vocabulary.targets import Target, declare
 
 DEPTH_ARMS = ("depth", "calibrated")  # every placement across depths; calibrated Pre-LN
 WIDTH_ARMS = ("depth", "width_*")  # the depth arm gives the study's own width
@@ -17,7 +17,7 @@ READINGS = ("Readings: the block's gradient over all its parameters (weights, bi
             "(no block's) alike. ReZero's weight matrices get no gradient at init (alpha = 0).")
 MODEL = ("At initialisation: d = 128, 4 heads, 4x ReLU FFN, PyTorch's default init, float64, "
          "one sequence of 128 tokens, causal, MSE loss to N(0, 1) targets (stack96's "
-         "settings); every placement of the registry (depthlab.pipeline.placements), 6 seeds")
+         "settings); every placement of the registry (depthlab.vocabulary.placements), 6 seeds")
 SETUP = (f"{MODEL}, and at L = 6-96 Pre-LN with layerwise branch scales calibrated on seeds 0-11 "
          "of an unscaled Pre-LN run and measured on held-out seeds 12-23.")
 CENTRAL_ARMS = ("central",)  # every placement with the Jacobian and update probes

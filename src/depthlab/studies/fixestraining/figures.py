@@ -21,7 +21,7 @@ from depthlab.analysis.style import (
     spread_label,
     steps_axis,
 )
-from depthlab.pipeline.placements import COLORS, FAMILIES, LABELS, ORDER, PLACEMENTS
+from depthlab.vocabulary.placements import COLORS, FAMILIES, LABELS, ORDER, PLACEMENTS
 
 WARMUP_DASHES = ("", (4, 1.5), (1, 1), (4, 1, 1, 1))  # solid, dashed, dotted, dash-dot
 

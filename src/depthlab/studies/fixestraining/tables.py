@@ -9,7 +9,7 @@ import pandas as pd
 from depthlab.analysis.select import pick
 from depthlab.analysis.stats import t_interval
 from depthlab.analysis.tables import fmt, median_range, spread
-from depthlab.pipeline.placements import LABELS, ORDER
+from depthlab.vocabulary.placements import LABELS, ORDER
 
 # the probes shown at step 0 and at the end (fit.DERIVED)
 SHOWN = (

@@ -1,7 +1,7 @@
 """The tables and figures of the fixestraining study (issue 18): do the fixes train without
 warmup, and what does training do to their init-time probes? Declared once."""
 
-from depthlab.pipeline.targets import Target, declare
+from depthlab.vocabulary.targets import Target, declare
 
 SETUP = ("A character-level model on Tiny Shakespeare: the fixes study's stack (d = 128, 4 "
          "heads, 4x ReLU FFN, PyTorch's default init) at L = 24, float32, batches of 8 x 64 "

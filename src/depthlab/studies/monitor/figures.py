@@ -16,8 +16,8 @@ from depthlab.analysis.style import (
     log_scale,
     ylabel,
 )
-from depthlab.pipeline.placements import LABELS, ORDER, PALETTE
 from depthlab.studies.monitor.fit import one_final_norm
+from depthlab.vocabulary.placements import LABELS, ORDER, PALETTE
 
 
 def stream_norm_by_block(fits: pd.DataFrame):

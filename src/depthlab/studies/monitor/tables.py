@@ -6,8 +6,8 @@ import pandas as pd
 
 from depthlab.analysis.select import pick
 from depthlab.analysis.tables import spread
-from depthlab.pipeline.placements import LABELS, ORDER
 from depthlab.studies.monitor.fit import one_final_norm
+from depthlab.vocabulary.placements import LABELS, ORDER
 
 
 def head_input_scale(fits: pd.DataFrame) -> pd.DataFrame:

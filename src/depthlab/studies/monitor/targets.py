@@ -1,7 +1,7 @@
 """The tables and figures of the monitor note (“In a pre-norm stack, how does the residual
 stream's scale change with depth?”), declared once."""
 
-from depthlab.pipeline.targets import Target, declare
+from depthlab.vocabulary.targets import Target, declare
 
 TARGETS = declare(
     "monitor",

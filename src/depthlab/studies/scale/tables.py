@@ -7,8 +7,8 @@ import pandas as pd
 
 from depthlab.analysis.select import pick
 from depthlab.analysis.tables import fmt, median_range, spread
-from depthlab.pipeline.placements import LABELS, ORDER
 from depthlab.studies.scale.fit import deepest
+from depthlab.vocabulary.placements import LABELS, ORDER
 
 SHOWN_ENDS = (32, 128, 512, 1024)  # the octave ends a table shows, where present (else all)
 GRAD_READING = {"params": "all parameters", "weights": "weight matrices"}

@@ -1,7 +1,7 @@
 """The tables and figures of the scale study (issue 27): the notes' asymptotic claims where
 they are asymptotic, at depths to 1024 and widths to 1024, declared once."""
 
-from depthlab.pipeline.targets import Target, declare
+from depthlab.vocabulary.targets import Target, declare
 
 TARGETS = declare(
     "scale",

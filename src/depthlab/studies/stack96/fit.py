@@ -11,7 +11,7 @@ import pandas as pd
 
 from depthlab.analysis.select import pick
 from depthlab.analysis.stats import loglog_slopes, ols_slope, one_depth_exponent, summarise_seeds
-from depthlab.pipeline.grid import job_id
+from depthlab.planner.grid import job_id
 
 GRID_KEYS = ("placement", "depth", "out_scale")
 

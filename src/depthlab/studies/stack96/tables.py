@@ -7,7 +7,7 @@ import pandas as pd
 
 from depthlab.analysis.select import pick, pick_one
 from depthlab.analysis.tables import spread
-from depthlab.pipeline.placements import LABELS, ORDER
+from depthlab.vocabulary.placements import LABELS, ORDER
 
 
 def twenty_layers(fits: pd.DataFrame, single_depth: int = 20) -> pd.DataFrame:

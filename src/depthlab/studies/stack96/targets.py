@@ -1,7 +1,7 @@
 """The tables and figures of the stack96 note (“What breaks when you stack 96 blocks”),
 declared once."""
 
-from depthlab.pipeline.targets import Target, declare
+from depthlab.vocabulary.targets import Target, declare
 
 GRADIENT = ("Gradient = Frobenius norm of dLoss/dθ over all parameters of the block (units of "
             "the loss per unit parameter; the loss is MSE to N(0, 1) targets).")

@@ -2,7 +2,7 @@
 per-layer change decays as one over root k, so deep blocks cannot refine the representation”),
 declared once."""
 
-from depthlab.pipeline.targets import Target, declare
+from depthlab.vocabulary.targets import Target, declare
 
 TARGETS = declare(
     "theory096",

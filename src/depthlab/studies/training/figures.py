@@ -9,7 +9,7 @@ import pandas as pd
 from depthlab.analysis.omega import formula_abs
 from depthlab.analysis.select import pick
 from depthlab.analysis.style import band, grid, legend, log_scale, steps_axis, ylabel
-from depthlab.pipeline.placements import COLORS, LABELS, MARKERS, ORDER
+from depthlab.vocabulary.placements import COLORS, LABELS, MARKERS, ORDER
 
 NAMES = {"delta_attn": "attention increment", "delta_mlp": "MLP increment"}  # for readers
 WARMUP_STYLES = ("-", "--", ":", "-.")

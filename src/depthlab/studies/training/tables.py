@@ -7,8 +7,8 @@ import pandas as pd
 
 from depthlab.analysis.select import pick
 from depthlab.analysis.tables import spread
-from depthlab.pipeline.placements import LABELS
 from depthlab.studies.training.fit import SUMMARIES, deviation
+from depthlab.vocabulary.placements import LABELS
 
 
 def verdict(name: str, init: pd.Series, end: pd.Series, tol: float) -> tuple[float, str]:

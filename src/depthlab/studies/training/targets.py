@@ -1,6 +1,6 @@
 """The tables and figures of the training study: what training does to the init-time effects."""
 
-from depthlab.pipeline.targets import Target, declare
+from depthlab.vocabulary.targets import Target, declare
 
 TARGETS = declare(
     "training",

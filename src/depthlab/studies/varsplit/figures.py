@@ -9,8 +9,8 @@ import seaborn as sns
 
 from depthlab.analysis.select import pick
 from depthlab.analysis.style import CI, band, grid, legend, ylabel
-from depthlab.pipeline.placements import PALETTE
 from depthlab.studies.varsplit.tables import SCHEME_NAMES, alpha_of, cells
+from depthlab.vocabulary.placements import PALETTE
 
 # the two sublayers' look: (label, colour, marker) from the colour-blind palette
 BRANCHES = {"attn": ("attention", PALETTE[3], "o"), "mlp": ("MLP", PALETTE[0], "s")}

@@ -1,6 +1,6 @@
 """The tables and figures of the varsplit note (“varsplit”), declared once."""
 
-from depthlab.pipeline.targets import Target, declare
+from depthlab.vocabulary.targets import Target, declare
 
 UNSCALED = ("base", "init")  # the arms without a residual scale
 

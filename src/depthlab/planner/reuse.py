@@ -18,18 +18,15 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from depthlab.pipeline.cost import seeds_per_pass
-from depthlab.pipeline.grid import Job
-from depthlab.pipeline.paths import SHARD
-from depthlab.pipeline.settings import RunSettings
+from depthlab.planner.cost import seeds_per_pass
+from depthlab.vocabulary.jobs import Job
+from depthlab.vocabulary.paths import SHARD
+from depthlab.vocabulary.settings import RunSettings
 
 # settings that say what is probed, not what is computed
 PROBE_OPTIONS = ("grad_of", "block_corr", "jacobian_dirs", "update_lr")
 # settings that say how the seeds are split into passes (the split itself is in the key)
 SPLIT_OPTIONS = ("seed_batch", "pass_mb")
-GRADIENT_METRICS = ("grad_norm", "grad_ratio")  # the probes that need a backward pass
-JACOBIAN_METRICS = ("jacobian_rms_sv", "jacobian_max_sv")  # with jacobian_dirs
-UPDATE_METRICS = ("model_update", "update_stream")  # with update_lr
 
 
 FLOATS = {f.name for f in dataclasses.fields(RunSettings) if f.type == "float"}

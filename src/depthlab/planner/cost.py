@@ -1,18 +1,18 @@
 """What a job computes and holds: FLOPs of a measure pass and of a training run, the bytes one
 seed adds to a pass, and how many seeds one pass holds under the `pass_mb` memory budget (no
-torch). The cluster requests built on these are depthlab.pipeline.requests.
+torch). The cluster requests built on these are depthlab.planner.resources.
 
 `pass_bytes` is an upper bound of what a pass holds when backward starts (autograd's saved
 tensors, the trace, the weights and their gradients): 1.5x to 2x of it (tests/test_slurm.py
-checks the bound); the peak RSS grows by about half of it (depthlab.pipeline.requests).
+checks the bound); the peak RSS grows by about half of it (depthlab.planner.resources).
 """
 
 from __future__ import annotations
 
 import math
 
-from depthlab.pipeline.grid import Job
-from depthlab.pipeline.settings import RunSettings
+from depthlab.vocabulary.jobs import Job, PassPlan
+from depthlab.vocabulary.settings import RunSettings
 
 ITEMSIZE = {"float64": 8, "float32": 4}
 # (N, d) tensors a streamed pass holds per layer: the trace (stream, mid, attn, mlp, a second
@@ -131,6 +131,12 @@ def seeds_per_pass(s: RunSettings) -> int:
         return s.seeds
     largest = max(1, min(s.seeds, int(s.pass_mb * 1e6 // seed_bytes(s))))
     return math.ceil(s.seeds / math.ceil(s.seeds / largest))
+
+
+def pass_plan(s: RunSettings) -> PassPlan:
+    """The pass plan the engine is handed for a cell of `s`: `seeds_per_pass`, `streamed`,
+    `recomputes`."""
+    return PassPlan(seeds_per_pass(s), streamed(s), recomputes(s))
 
 
 def pass_bytes(s: RunSettings) -> float:

@@ -1,7 +1,7 @@
 """What a job asks a cluster for (Snakemake's `runtime` in minutes and `mem_mb`): a prediction of
 what the job uses, times a margin. The predictions are fitted to what this project's jobs used
 (the CPU seconds and peak RSS each job logs, depthlab.core.usage.log_use; one thread a job, so
-its seconds on a core of its own) by `python -m benchmarks.requests`, which also checks each
+its seconds on a core of its own) by `python -m benchmarks.resources`, which also checks each
 against every job it saw (docs/PERFORMANCE.md, "Requests against use"). No torch; not part of
 the measure code's hash (a request changes no number).
 
@@ -10,8 +10,8 @@ the measure code's hash (a request changes no number).
   block and seed) + random numbers drawn for the weights (`drawn_numbers`: a streamed pass
   draws each block two or three times) x DRAW_S_PER_NUMBER + block calls (`block_calls`, per
   pass whatever the seeds it holds) x CALL_S; cells copied from another job's shard
-  (depthlab.pipeline.reuse) cost nothing. Peak MB = BASE_MB + the largest pass's bytes
-  (depthlab.pipeline.cost.pass_bytes) x PASS_SHARE (a pass over every block's graph, which
+  (depthlab.planner.reuse) cost nothing. Peak MB = BASE_MB + the largest pass's bytes
+  (depthlab.planner.cost.pass_bytes) x PASS_SHARE (a pass over every block's graph, which
   the bytes bound from above) or STREAM_SHARE (a streamed pass, cost.streamed).
 - train: seconds = STARTUP_S + training FLOPs / TRAIN_FLOPS_PER_S + layer steps (steps x
   depth, every cell: the per-block operations each step dispatches whatever the batch) x
@@ -24,12 +24,12 @@ from __future__ import annotations
 import math
 from collections.abc import Collection
 
-from depthlab.pipeline import cost
-from depthlab.pipeline.grid import Job
-from depthlab.pipeline.placements import PLACEMENTS
-from depthlab.pipeline.settings import RunSettings
+from depthlab.planner import cost
+from depthlab.vocabulary.jobs import Job
+from depthlab.vocabulary.placements import PLACEMENTS
+from depthlab.vocabulary.settings import RunSettings
 
-# fitted by benchmarks/requests.py on the 85 measure and train jobs of the default, fixes and scale
+# fitted by benchmarks/resources.py on the 85 measure and train jobs of the default, fixes and scale
 # runs of 2026-12-03 (one thread per job): every prediction within 0.57-1.43x of the job's CPU
 # seconds and 0.72-1.22x of its peak memory (docs/PERFORMANCE.md, "Requests against use")
 STARTUP_S = 1.85  # process start, imports, reading the config and writing the shard
@@ -77,7 +77,7 @@ def block_calls(s: RunSettings) -> float:
 
 def measured(job: Job, copied: Collection[str] = ()) -> list[RunSettings]:
     """The settings of the job's cells it measures, not those it copies (labels in `copied`,
-    depthlab.pipeline.reuse)."""
+    depthlab.planner.reuse)."""
     return [c.settings for c in job.cells if c.label not in copied]
 
 

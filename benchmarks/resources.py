@@ -1,4 +1,4 @@
-"""Requests against use: what depthlab.pipeline.requests predicts for each measure and train job
+"""Requests against use: what depthlab.planner.resources predicts for each measure and train job
 beside what the job used, for one or more finished runs:
 
 - seconds: the CPU seconds the job logged at exit (`used cpu_s=`, depthlab.core.usage.log_use;
@@ -10,14 +10,14 @@ beside what the job used, for one or more finished runs:
 
 The column `measured_from` says which. Usage:
 
-    python -m benchmarks.requests RUN_DIR:config/config.yaml,config/training_seeds.yaml \\
+    python -m benchmarks.resources RUN_DIR:config/config.yaml,config/training_seeds.yaml \\
         OTHER_RUN_DIR:config/fixes.yaml [--fit] [--out results/benchmarks]
 
 Each argument is a working directory that ran the workflow and the config files it ran with
-(merged in order, as Snakemake merges --configfile). Writes requests.csv (one row per job:
-predicted and measured seconds and MB, their ratios, the requests) and requests.png (predicted
+(merged in order, as Snakemake merges --configfile). Writes resources.csv (one row per job:
+predicted and measured seconds and MB, their ratios, the requests) and resources.png (predicted
 against measured, log-log, with the 2x band) under --out, and prints the worst ratios. --fit
-prints the least-squares constants (relative errors) for requests.py from these jobs, and the
+prints the least-squares constants (relative errors) for resources.py from these jobs, and the
 ratios, table and figure with them.
 """
 
@@ -39,12 +39,13 @@ from matplotlib.ticker import NullFormatter  # noqa: E402
 from scipy.optimize import nnls  # noqa: E402
 from snakemake.utils import update_config  # noqa: E402
 
-from depthlab.pipeline import cost, paths, requests  # noqa: E402
-from depthlab.pipeline.catalogue import unshared  # noqa: E402
-from depthlab.pipeline.grid import Job  # noqa: E402
-from depthlab.pipeline.reuse import reuse  # noqa: E402
-from depthlab.pipeline.train_settings import training_arms  # noqa: E402
-from depthlab.pipeline.validate import check_config  # noqa: E402
+from depthlab.planner import cost, resources  # noqa: E402
+from depthlab.planner.catalogue import unshared  # noqa: E402
+from depthlab.planner.reuse import reuse  # noqa: E402
+from depthlab.planner.validate import check_config  # noqa: E402
+from depthlab.vocabulary import paths
+from depthlab.vocabulary.jobs import Job  # noqa: E402
+from depthlab.vocabulary.train_settings import training_arms  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -58,8 +59,8 @@ def merged(files: list[Path]) -> dict:
 
 
 def config_jobs(config_files: list[Path]) -> tuple[list[Job], dict, dict]:
-    """The jobs of the merged config files, its training arms (depthlab.pipeline.
-    train_settings.training_arms) and the cells each job copies (depthlab.pipeline.reuse)."""
+    """The jobs of the merged config files, its training arms (depthlab.vocabulary.
+    train_settings.training_arms) and the cells each job copies (depthlab.planner.reuse)."""
     config = merged(config_files)
     jobs = check_config(config, ROOT / "workflow/schemas/config.schema.yaml")
     return jobs, training_arms(config, jobs), reuse(jobs, unshared(config))
@@ -82,18 +83,18 @@ def jobs_used(run: Path, configs: list[str]) -> pd.DataFrame:
         if kind == "train":
             ts = training[(job.study, job.arm)]
             row["train_flops"] = sum(cost.training_flops(c.settings, ts) for c in job.cells)
-            row["layer_steps"] = requests.layer_steps(job, ts)
-            row["train_mb"] = requests.train_bytes(job) / 1e6
-            seconds, mb = requests.train_seconds(job, ts), requests.train_mb(job)
+            row["layer_steps"] = resources.layer_steps(job, ts)
+            row["train_mb"] = resources.train_bytes(job) / 1e6
+            seconds, mb = resources.train_seconds(job, ts), resources.train_mb(job)
         else:
             copied = copies.get((job.study, job.arm, job.job), {})
-            row.update(requests.measure_terms(job, copied))
-            cells = requests.measured(job, copied)
+            row.update(resources.measure_terms(job, copied))
+            cells = resources.measured(job, copied)
             if cells:  # the pass that sets the predicted peak, by kind
-                top = max(cells, key=lambda s: requests.pass_share(s) * cost.pass_bytes(s))
+                top = max(cells, key=lambda s: resources.pass_share(s) * cost.pass_bytes(s))
                 row["stream_mb" if cost.streamed(top) else "graph_mb"] = (
                     cost.pass_bytes(top) / 1e6)
-            seconds, mb = requests.measure_seconds(job, copied), requests.measure_mb(job, copied)
+            seconds, mb = resources.measure_seconds(job, copied), resources.measure_mb(job, copied)
         logged = re.search(r"used cpu_s=([0-9.]+) peak_mb=([0-9.]+)",
                            (run / paths.job_log(kind).format(study=job.study, arm=job.arm,
                                                              job=job.job)).read_text())
@@ -102,8 +103,8 @@ def jobs_used(run: Path, configs: list[str]) -> pd.DataFrame:
                      "predicted_mb": mb,
                      "used_mb": float(logged[2]) if logged else float(used["max_rss"]),
                      "measured_from": "job log" if logged else "benchmark file",
-                     "runtime_request_min": requests.runtime_min(seconds),
-                     "mem_request_mb": requests.mem_mb(mb)})
+                     "runtime_request_min": resources.runtime_min(seconds),
+                     "mem_request_mb": resources.mem_mb(mb)})
     frame = pd.DataFrame(rows)
     frame["time_ratio"] = frame["predicted_s"] / frame["used_s"]
     frame["mem_ratio"] = frame["predicted_mb"] / frame["used_mb"]
@@ -114,7 +115,7 @@ def fit(frame: pd.DataFrame) -> dict[str, float]:
     """Non-negative least squares on relative errors: measure seconds = a + flops / R +
     elements x p + drawn numbers x r + block calls x c; train seconds = a + flops / R_train +
     layer steps x q (a shared); MB = B + k x graph pass MB + k_s x streamed pass MB (measure)
-    or B + k_train x train MB (B shared). Returns the constants under requests.py's names."""
+    or B + k_train x train MB (B shared). Returns the constants under resources.py's names."""
     ones = np.ones(len(frame))
     time_terms = ["flops", "elements", "drawn", "calls", "train_flops", "layer_steps"]
     design = np.column_stack([ones, *(frame[c] for c in time_terms)])
@@ -152,7 +153,7 @@ def figure(frame: pd.DataFrame, path: Path) -> None:
         for axis in (ax.xaxis, ax.yaxis):
             axis.set_minor_formatter(NullFormatter())
         ax.legend(fontsize=6)
-    fig.suptitle("Each job's predicted use (depthlab.pipeline.requests) against what it used")
+    fig.suptitle("Each job's predicted use (depthlab.planner.resources) against what it used")
     fig.savefig(path, dpi=200)
     plt.close(fig)
 
@@ -165,17 +166,17 @@ def main() -> None:
     args = parser.parse_args()
     runs = [(Path(d), c.split(",")) for d, c in (r.split(":", 1) for r in args.runs)]
     frame = pd.concat([jobs_used(d, c) for d, c in runs], ignore_index=True)
-    report(frame, "with requests.py's constants")
+    report(frame, "with resources.py's constants")
     if args.fit:
         constants = fit(frame)
         for name, value in constants.items():
             print(f"{name} = {value:.4g}")
-            setattr(requests, name, value)
+            setattr(resources, name, value)
         frame = pd.concat([jobs_used(d, c) for d, c in runs], ignore_index=True)
         report(frame, "with the fitted constants")
     args.out.mkdir(parents=True, exist_ok=True)
-    frame.to_csv(args.out / "requests.csv", index=False)
-    figure(frame, args.out / "requests.png")
+    frame.to_csv(args.out / "resources.csv", index=False)
+    figure(frame, args.out / "resources.png")
 
 
 def report(frame: pd.DataFrame, which: str) -> None:

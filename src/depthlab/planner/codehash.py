@@ -14,14 +14,15 @@ from pathlib import Path
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 
 # the layers every result rests on (a study's fits and renders add its own folder)
-BASE = ("__init__.py", "pipeline", "core", "analysis")
+BASE = ("__init__.py", "vocabulary", "planner", "core", "analysis")
 # the code a measurement's numbers come from, and a training run's
-MEASURE_CODE = ("pipeline/settings.py", "pipeline/grid.py", "pipeline/paths.py",
-                "pipeline/placements.py", "pipeline/reuse.py", "pipeline/cost.py",
-                "core/model.py", "core/probes.py", "core/recompute.py", "core/response.py",
-                "core/measure.py", "core/records.py")
-TRAIN_CODE = (*MEASURE_CODE, "pipeline/train_settings.py", "pipeline/corpus.py", "core/corpus.py",
-              "core/train.py", "core/io.py", "core/logs.py", "pipeline/codehash.py")
+MEASURE_CODE = ("vocabulary/settings.py", "vocabulary/paths.py", "vocabulary/placements.py",
+                "vocabulary/jobs.py", "vocabulary/metrics.py", "planner/grid.py",
+                "planner/reuse.py", "planner/cost.py", "core/model.py", "core/probes.py",
+                "core/recompute.py", "core/response.py", "core/measure.py", "core/records.py")
+TRAIN_CODE = (*MEASURE_CODE, "vocabulary/train_settings.py", "vocabulary/corpus.py",
+              "core/corpus.py", "core/train.py", "core/io.py", "core/logs.py",
+              "planner/codehash.py", "planner/provenance.py")
 CALIBRATED_CODE = (*MEASURE_CODE, "core/calibrate.py")
 
 

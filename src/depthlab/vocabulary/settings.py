@@ -6,7 +6,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-from depthlab.pipeline.placements import PLACEMENTS, Placement
+from depthlab.vocabulary.placements import PLACEMENTS, Placement
 
 ACTIVATIONS = ("relu", "gelu")
 ATTENTIONS = ("linear", "torch_mha")
@@ -181,7 +181,7 @@ class RunSettings:
     @property
     def uses_final_norm(self) -> bool:
         """Whether a LayerNorm sits between the last block and the loss ('auto': the
-        placement's own choice, depthlab.pipeline.placements)."""
+        placement's own choice, depthlab.vocabulary.placements)."""
         if self.final_norm == "auto":
             return PLACEMENTS[self.placement].final_norm
         return self.final_norm == "on"

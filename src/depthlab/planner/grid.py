@@ -9,46 +9,23 @@ from __future__ import annotations
 
 import itertools
 import json
-from dataclasses import dataclass
 
-from depthlab.pipeline.paths import SHARD
-from depthlab.pipeline.placements import ORDER
-from depthlab.pipeline.settings import ConfigError, RunSettings
-
-
-@dataclass(frozen=True)
-class Cell:
-    """One grid cell: its label (every axis value of the arm) and its settings."""
-
-    label: str
-    settings: RunSettings
+from depthlab.planner.cost import pass_plan
+from depthlab.vocabulary.jobs import Cell, Job
+from depthlab.vocabulary.placements import ORDER
+from depthlab.vocabulary.settings import ConfigError, RunSettings
 
 
-@dataclass(frozen=True)
-class Job:
-    """One measure job: the cells it runs and the shard it writes."""
+def cell(label: str, settings: RunSettings) -> Cell:
+    """The cell of `settings` with the pass plan the cost model resolves for it."""
+    return Cell(label, settings, pass_plan(settings))
 
-    study: str
-    arm: str
-    job: str
-    cells: tuple[Cell, ...]
 
-    @property
-    def shard(self) -> str:
-        return SHARD.format(study=self.study, arm=self.arm, job=self.job)
-
-    def cells_json(self) -> str:
-        """The cells as a sorted JSON string: a rule's `params` (a change reruns the job)."""
-        return json.dumps(
-            [{"label": c.label, **c.settings.as_columns()} for c in self.cells], sort_keys=True
-        )
-
-    @classmethod
-    def from_json(cls, study: str, arm: str, job: str, cells: str) -> Job:
-        """The job a rule describes by its wildcards and its `cells` param (`cells_json`)."""
-        return cls(study, arm, job, tuple(
-            Cell(c.pop("label"), RunSettings(**c)) for c in json.loads(cells)
-        ))
+def job_from_json(study: str, arm: str, job: str, cells: str) -> Job:
+    """The job a rule describes by its wildcards and its `cells` param (Job.cells_json)."""
+    return Job(study, arm, job, tuple(
+        cell(c.pop("label"), RunSettings(**c)) for c in json.loads(cells)
+    ))
 
 
 def _fmt(value) -> str:
@@ -72,7 +49,7 @@ ALL_PLACEMENTS = "all"
 
 def expand_axes(axes: dict) -> dict:
     """An arm's axes with `placement: all` replaced by the registry's placements (written once,
-    in depthlab.pipeline.placements, instead of copied into every config)."""
+    in depthlab.vocabulary.placements, instead of copied into every config)."""
     if axes.get("placement") == ALL_PLACEMENTS:
         return {**axes, "placement": list(ORDER)}
     return axes
@@ -117,7 +94,7 @@ def study_jobs(config: dict) -> list[Job]:
                 for inner_values in itertools.product(*(axes[k] for k in inner)):
                     axis_values = {**fixed, **dict(zip(inner, inner_values, strict=True))}
                     settings = RunSettings.from_mapping({**overrides, **axis_values}, where)
-                    cells.append(Cell(job_id({k: axis_values[k] for k in axes}), settings))
+                    cells.append(cell(job_id({k: axis_values[k] for k in axes}), settings))
                 jobs.append(Job(study, arm, job_id(fixed), tuple(cells)))
     return jobs
 

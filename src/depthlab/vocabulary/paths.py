@@ -1,7 +1,7 @@
 """Where the workflow writes each kind of file: one Snakemake path pattern each, relative to the
 working directory (the rules' outputs and the catalogue's inputs both come from here)."""
 
-# one measure or train job's rows (depthlab.pipeline.grid.Job)
+# one measure or train job's rows (depthlab.planner.grid.Job)
 SHARD = "results/runs/{study}/{arm}/{job}.parquet"
 # a calibrated arm's residual scales, from its source arm's shard
 CALIBRATION = "results/calibration/{study}/{arm}/{job}.parquet"

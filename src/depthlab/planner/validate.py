@@ -19,9 +19,9 @@ from pathlib import Path
 import yaml
 from jsonschema import Draft202012Validator
 
-from depthlab.pipeline.cost import streamed
-from depthlab.pipeline.grid import Job, study_jobs
-from depthlab.pipeline.settings import ConfigError, RunSettings
+from depthlab.planner.cost import streamed
+from depthlab.planner.grid import Job, study_jobs
+from depthlab.vocabulary.settings import ConfigError, RunSettings
 
 SETTING_NAMES = tuple(f.name for f in dataclasses.fields(RunSettings))
 
@@ -148,7 +148,7 @@ def reject_unseen_cuda(config: dict, jobs: list[Job]) -> None:
 def reject_unheld_probes(jobs: list[Job]) -> None:
     """Reject the probes that run the model again (jacobian_dirs, update_lr:
     depthlab.core.response) in a cell whose pass does not hold every block
-    (depthlab.pipeline.cost.streamed): a forward-only pass (grad_of 'none') or one whose graph
+    (depthlab.planner.cost.streamed): a forward-only pass (grad_of 'none') or one whose graph
     would exceed pass_mb (its blocks recomputed one at a time)."""
     for job in jobs:
         for cell in job.cells:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from depthlab.pipeline.grid import Cell, Job
-from depthlab.pipeline.settings import ConfigError
+from depthlab.vocabulary.jobs import Cell, Job
+from depthlab.vocabulary.settings import ConfigError
 
 
 def _held_out(cell: Cell) -> Cell:

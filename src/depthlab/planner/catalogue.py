@@ -1,19 +1,19 @@
 """The job catalogue of one config: its jobs, arms, targets and the files each stage reads.
 
 The Snakemake rules ask it which shards a fit reads, which fits a target or the ledger reads and
-what `rule all` builds; the paths come from depthlab.pipeline.paths.
+what `rule all` builds; the paths come from depthlab.vocabulary.paths.
 """
 
 from __future__ import annotations
 
-from depthlab.pipeline.grid import Job
-from depthlab.pipeline.paths import FIT, LEDGER, TABLE
-from depthlab.pipeline.targets import Target
+from depthlab.vocabulary.jobs import Job
+from depthlab.vocabulary.paths import FIT, LEDGER, TABLE
+from depthlab.vocabulary.targets import Target
 
 
 def unshared(config: dict) -> set[tuple[str, str]]:
     """The (study, arm) pairs whose cells are neither copied nor lent
-    (depthlab.pipeline.reuse): calibrated arms, whose numbers depend on a calibration, and
+    (depthlab.planner.reuse): calibrated arms, whose numbers depend on a calibration, and
     every arm of a training study."""
     return {(study, arm) for study, spec in config["studies"].items()
             for arm, arm_spec in spec["arms"].items()
@@ -21,7 +21,7 @@ def unshared(config: dict) -> set[tuple[str, str]]:
 
 
 class Catalogue:
-    """The jobs of a checked config (depthlab.pipeline.validate.check_config), the declared
+    """The jobs of a checked config (depthlab.planner.validate.check_config), the declared
     `targets` and the claims entries (config/claims.yaml's `claims:` list)."""
 
     def __init__(self, config: dict, jobs: list[Job], targets: list[Target],

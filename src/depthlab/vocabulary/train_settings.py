@@ -11,8 +11,8 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-from depthlab.pipeline.corpus import CORPUS_VOCAB
-from depthlab.pipeline.settings import ConfigError, RunSettings, reject_unknown_keys
+from depthlab.vocabulary.corpus import CORPUS_VOCAB
+from depthlab.vocabulary.settings import ConfigError, RunSettings, reject_unknown_keys
 
 SCHEDULES = ("cosine", "constant")
 # mixed precision of the training step: off, or its forward and loss in bfloat16 (torch.autocast)
