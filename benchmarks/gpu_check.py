@@ -20,11 +20,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
-import yaml
 
 from depthlab.core.measure import measure_cell
 from depthlab.planner.cost import pass_plan
 from depthlab.planner.grid import study_jobs
+from depthlab.planner.overlay import config_of
 from depthlab.vocabulary.settings import RunSettings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,10 +34,10 @@ TOLERANCE = 1e-10  # float64: the same operations in another order on another de
 def cells() -> list[tuple[str, RunSettings]]:
     """The tiny study's cells (its first cell of each job) and the scale study's L = 1024 cells
     of Pre-LN and DeepNorm at 2 seeds, forward-only and with the gradient."""
-    tiny = yaml.safe_load((ROOT / "config/tiny.yaml").read_text())
+    tiny = config_of(ROOT, "config/tiny.yaml")
     found = [(f"tiny/{j.study}/{j.arm}/{j.job}", j.cells[0].settings) for j in study_jobs(tiny)
              if "training" not in tiny["studies"][j.study]]
-    scale = yaml.safe_load((ROOT / "config/scale.yaml").read_text())
+    scale = config_of(ROOT, "config/scale.yaml")
     for job in study_jobs(scale):
         for cell in job.cells:
             s = cell.settings

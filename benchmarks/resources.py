@@ -14,11 +14,11 @@ The column `measured_from` says which. Usage:
         OTHER_RUN_DIR:config/fixes.yaml [--fit] [--out results/benchmarks]
 
 Each argument is a working directory that ran the workflow and the config files it ran with
-(merged in order, as Snakemake merges --configfile). Writes resources.csv (one row per job:
-predicted and measured seconds and MB, their ratios, the requests) and resources.png (predicted
-against measured, log-log, with the 2x band) under --out, and prints the worst ratios. --fit
-prints the least-squares constants (relative errors) for resources.py from these jobs, and the
-ratios, table and figure with them.
+(merged in order onto config/config.yaml, as the workflow merges them). Writes resources.csv
+(one row per job: predicted and measured seconds and MB, their ratios, the requests) and
+resources.png (predicted against measured, log-log, with the 2x band) under --out, and prints
+the worst ratios. --fit prints the least-squares constants (relative errors) for resources.py
+from these jobs, and the ratios, table and figure with them.
 """
 
 from __future__ import annotations
@@ -34,13 +34,12 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
-import yaml  # noqa: E402
 from matplotlib.ticker import NullFormatter  # noqa: E402
 from scipy.optimize import nnls  # noqa: E402
-from snakemake.utils import update_config  # noqa: E402
 
 from depthlab.planner import cost, resources  # noqa: E402
 from depthlab.planner.catalogue import unshared  # noqa: E402
+from depthlab.planner.overlay import config_of  # noqa: E402
 from depthlab.planner.reuse import reuse  # noqa: E402
 from depthlab.planner.validate import check_config  # noqa: E402
 from depthlab.vocabulary import paths
@@ -50,18 +49,10 @@ from depthlab.vocabulary.train_settings import training_arms  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def merged(files: list[Path]) -> dict:
-    """The config files merged key by key, later files winning (Snakemake's own merge)."""
-    config: dict = {}
-    for f in files:
-        update_config(config, yaml.safe_load(f.read_text()))
-    return config
-
-
 def config_jobs(config_files: list[Path]) -> tuple[list[Job], dict, dict]:
     """The jobs of the merged config files, its training arms (depthlab.vocabulary.
     train_settings.training_arms) and the cells each job copies (depthlab.planner.reuse)."""
-    config = merged(config_files)
+    config = config_of(ROOT, *config_files)
     jobs = check_config(config, ROOT / "workflow/schemas/config.schema.yaml")
     return jobs, training_arms(config, jobs), reuse(jobs, unshared(config))
 

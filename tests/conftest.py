@@ -134,3 +134,9 @@ def planned(s):
     """(settings, the pass plan the planner resolves for them): the engine's first two
     arguments (depthlab.core.measure.measure_cell, run_pass), as a measure job hands them."""
     return s, pass_plan(s)
+
+
+def whole(config: str | Path) -> tuple[str, ...]:
+    """The arguments that run `config` as the whole config, not merged onto config/config.yaml
+    (Snakemake's --replace-workflow-config): a test's small config of its own."""
+    return ("--replace-workflow-config", "--configfile", str(config))

@@ -6,11 +6,11 @@ from __future__ import annotations
 import re
 
 import pytest
-import yaml
 from conftest import ROOT
 
 from depthlab.claims.schema import load_claims
 from depthlab.planner.catalogue import Catalogue
+from depthlab.planner.overlay import config_of
 from depthlab.planner.reuse import reuse
 from depthlab.planner.validate import check_config
 from depthlab.studies import STUDIES, TARGETS
@@ -21,7 +21,7 @@ CLAIMS = load_claims(ROOT / "config/claims.yaml")["claims"]
 
 
 def catalogue(name: str, drop: tuple[str, ...] = ()) -> Catalogue:
-    config = yaml.safe_load((ROOT / "config" / name).read_text())
+    config = config_of(ROOT, f"config/{name}")
     for study in drop:
         del config["studies"][study]
     return Catalogue(config, check_config(config, SCHEMA, STUDIES), TARGETS, CLAIMS)
@@ -73,7 +73,7 @@ def test_a_study_left_out_has_no_targets_fits_or_ledger_rows():
 
 def test_seeds_of_a_target_are_the_seed_counts_of_its_cells():
     cat = catalogue("tiny.yaml")
-    config = yaml.safe_load((ROOT / "config/tiny.yaml").read_text())
+    config = config_of(ROOT, "config/tiny.yaml")
     for target in cat.targets:
         study = config["studies"][target.study]
         expected = {study["arms"][arm].get("settings", {}).get(

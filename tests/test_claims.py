@@ -31,6 +31,7 @@ from depthlab.claims.schema import (
     load_claims,
     read_claims_file,
 )
+from depthlab.planner.overlay import config_of
 from depthlab.studies.monitor import fit as monitor
 from depthlab.studies.stack96 import fit as stack96
 
@@ -725,10 +726,10 @@ def test_a_row_outside_the_note_s_domain_is_not_comparable():
 
 
 def test_the_confirmatory_config_is_the_default_on_fresh_seeds():
-    """config/confirm.yaml: the default config's init-time studies, every setting the same but
-    the seeds (offset + 1000), in its own named run; it cannot drift from config/config.yaml."""
+    """config/confirm.yaml merged onto the defaults: the default config's init-time studies,
+    every setting the same but the seeds (offset + 1000), in its own named run."""
     default = yaml.safe_load((ROOT / "config/config.yaml").read_text())
-    confirm = yaml.safe_load((ROOT / "config/confirm.yaml").read_text())
+    confirm = config_of(ROOT, "config/confirm.yaml")
     assert confirm.pop("run") == {"name": "confirm"}
     del default["studies"]["training"]
 

@@ -8,9 +8,10 @@ import math
 import pytest
 import torch
 import yaml
-from conftest import DELETE, ROOT, copy_workflow, edited, run_snakemake
+from conftest import DELETE, ROOT, copy_workflow, edited, run_snakemake, whole
 
 from depthlab.claims.schema import load_claims
+from depthlab.planner.overlay import config_of
 from depthlab.planner.validate import check_config
 from depthlab.studies import STUDIES
 from depthlab.vocabulary.placements import ORDER
@@ -171,7 +172,7 @@ def workdir(tmp_path_factory):
 def test_snakemake_prints_one_line_and_starts_nothing(workdir, case, edits, fragments):
     path = workdir / f"{case}.yaml"
     path.write_text(yaml.safe_dump(bad_config(edits)))
-    run = run_snakemake(workdir, "--cores", "1", "--configfile", path.name, check=False)
+    run = run_snakemake(workdir, "--cores", "1", *whole(path.name), check=False)
     output = run.stdout + run.stderr
     errors = [line for line in output.splitlines() if "error" in line.lower()]
     assert run.returncode == 1, output
@@ -187,7 +188,7 @@ def test_a_target_this_config_cannot_build_says_which_config_can():
     have them (the render rules make it a rule that fails with this line)."""
     from depthlab.studies import BY_NAME
 
-    shipped = {f"config/{p.name}": yaml.safe_load(p.read_text())
+    shipped = {f"config/{p.name}": config_of(ROOT, f"config/{p.name}")
                for p in sorted((ROOT / "config").glob("*.yaml")) if p.name != "claims.yaml"}
     target = BY_NAME["fig_fixes_grad_readings"]
     why = target.unavailable({"stack96": ["grad"]}, shipped)

@@ -15,6 +15,7 @@ from conftest import ROOT
 from depthlab.core.calibrate import branch_scales, calibrate
 from depthlab.core.measure import measure_job
 from depthlab.planner.grid import expand_axes, study_jobs
+from depthlab.planner.overlay import config_of
 from depthlab.planner.validate import check_config
 from depthlab.studies import BY_NAME, TARGETS
 from depthlab.studies.fixes import tables
@@ -223,8 +224,8 @@ def test_every_fixes_figure_draws(fits):
 
 
 def test_configs_have_the_same_keys_and_every_placement():
-    full = yaml.safe_load((ROOT / "config/fixes.yaml").read_text())
-    tiny = yaml.safe_load((ROOT / "config/tiny_fixes.yaml").read_text())
+    full = config_of(ROOT, "config/fixes.yaml")
+    tiny = config_of(ROOT, "config/tiny_fixes.yaml")
     assert list(full) == list(tiny) and list(full["studies"]) == list(tiny["studies"])
     for study in full["studies"]:
         f, t = full["studies"][study], tiny["studies"][study]
@@ -252,7 +253,7 @@ def test_configs_have_the_same_keys_and_every_placement():
 
 
 def test_targets_are_named_and_read_configured_arms():
-    full = yaml.safe_load((ROOT / "config/fixes.yaml").read_text())
+    full = config_of(ROOT, "config/fixes.yaml")
     for target in TARGETS:
         if target.study in ("fixes", "fixestraining"):
             assert target.name.startswith(("fig_fixes_", "table_fixes_")), target.name
@@ -287,8 +288,8 @@ def test_gpu_config_is_the_training_comparison_scaled():
     """config/fixes_gpu.yaml: the fixestraining study's keys at L = 96, every placement in every
     arm, a learning-rate sweep of 5 values with the warmup arm's 10% warmup, a bfloat16 arm;
     it validates (on a machine without a GPU, with check_device false)."""
-    full = yaml.safe_load((ROOT / "config/fixes.yaml").read_text())["studies"]["fixestraining"]
-    gpu = yaml.safe_load((ROOT / "config/fixes_gpu.yaml").read_text())
+    full = config_of(ROOT, "config/fixes.yaml")["studies"]["fixestraining"]
+    gpu = config_of(ROOT, "config/fixes_gpu.yaml")
     study = gpu["studies"]["fixestraining"]
     assert list(study["settings"]) == list(full["settings"]) and study["settings"]["depth"] == 96
     assert all(expand_axes(a["axes"])["placement"] == list(ORDER) for a in study["arms"].values())

@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 import yaml
-from conftest import ROOT, SNAKEMAKE, copy_workflow, run_snakemake
+from conftest import ROOT, SNAKEMAKE, copy_workflow, run_snakemake, whole
 
 from depthlab.core import io
 from depthlab.core.measure import measure_job
@@ -134,7 +134,7 @@ def test_kill_9_then_resume_equals_an_uninterrupted_run(tmp_path):
     logs = work / "logs/measure/stack96/a"
     with open(work / "killed.out", "w") as out:
         proc = subprocess.Popen(
-            [SNAKEMAKE, "--cores", "1", "--configfile", name], cwd=work, stdout=out,
+            [SNAKEMAKE, "--cores", "1", *whole(name)], cwd=work, stdout=out,
             stderr=subprocess.STDOUT, start_new_session=True,
             env={**os.environ, "PYTHONHASHSEED": "0"},
         )
@@ -156,8 +156,8 @@ def test_kill_9_then_resume_equals_an_uninterrupted_run(tmp_path):
             assert path.name.startswith(".") and path.name.endswith(".tmp"), path
 
     # the documented resume command (README, Reproducibility)
-    run_snakemake(work, "--unlock", "--configfile", name)
-    run_snakemake(work, "--cores", "1", "--configfile", name)
+    run_snakemake(work, "--unlock", *whole(name))
+    run_snakemake(work, "--cores", "1", *whole(name))
 
     config = yaml.safe_load((work / name).read_text())
     expected = pd.concat([threads_one(measure_job, j) for j in study_jobs(config)],
@@ -223,8 +223,8 @@ def first_probe(probes_py: Path) -> str:
 def test_probe_edit_reruns_measurements_figure_edit_does_not(tmp_path):
     work = copy_workflow(tmp_path)
     name = write_config(work, small_config(depths=(2,), placements=("pre",)))
-    run_snakemake(work, "--cores", "1", "--configfile", name)
-    dry = ("-n", "--configfile", name)
+    run_snakemake(work, "--cores", "1", *whole(name))
+    dry = ("-n", *whole(name))
     assert planned_jobs(run_snakemake(work, *dry).stdout) == {}
 
     for module in ("analysis/style", "studies/stack96/figures"):
@@ -240,7 +240,7 @@ def test_probe_edit_reruns_measurements_figure_edit_does_not(tmp_path):
 
     # the job imports the copy's edited package (the one hashed), not the editable install
     shard = "results/runs/stack96/a/placement-pre.parquet"
-    run_snakemake(work, shard, "--cores", "1", "--configfile", name)
+    run_snakemake(work, shard, "--cores", "1", *whole(name))
     after = io.read_meta(work / shard)
     assert after["measure_code_hash"] != before["measure_code_hash"]
     assert after["measure_code_hash"] == copy_codehash(work).code_hash(MEASURE_CODE)
@@ -288,7 +288,7 @@ def test_non_finite_job_fails_without_output(tmp_path):
     work = copy_workflow(tmp_path)
     config = small_config(depths=(3,), placements=("pre",), dtype="float32", out_scale=1e30)
     name = write_config(work, config)
-    run = run_snakemake(work, "--cores", "1", "--configfile", name, check=False)
+    run = run_snakemake(work, "--cores", "1", *whole(name), check=False)
     assert run.returncode != 0
     # in the job's log, which Snakemake prints (profiles/default: show-failed-logs)
     message = r"NonFiniteError: stack96/a/placement-pre_depth-3: non-finite \w+ at layer \d+ for " \

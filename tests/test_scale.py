@@ -6,12 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
 from conftest import ROOT
 
 from depthlab.core.measure import measure_job
 from depthlab.planner import cost
 from depthlab.planner.grid import study_jobs
+from depthlab.planner.overlay import config_of
 from depthlab.planner.validate import check_config
 from depthlab.studies import STUDIES
 from depthlab.studies.scale import figures, tables
@@ -93,7 +93,7 @@ def test_tables_and_figures_draw_from_the_small_grid(fits):
 def test_shipped_scale_config_stays_within_4_gb_per_cell():
     """Every cell of config/scale.yaml passes under 4 GB by the memory model (streamed blocks,
     recomputed backward where the graph would not fit)."""
-    config = yaml.safe_load((ROOT / "config/scale.yaml").read_text())
+    config = config_of(ROOT, "config/scale.yaml")
     jobs = check_config(config, ROOT / "workflow/schemas/config.schema.yaml", STUDIES)
     deepest = [c.settings for j in jobs for c in j.cells if c.settings.depth == 1024]
     assert deepest and all(cost.pass_bytes(s) < 4e9 for j in jobs for c in j.cells

@@ -30,6 +30,7 @@ from depthlab.core.measure import check_device, measure_cell
 from depthlab.core.model import _block_shapes, build, forward, per_seed_loss
 from depthlab.planner import cost, resources
 from depthlab.planner.grid import cell, study_jobs
+from depthlab.planner.overlay import config_of
 from depthlab.vocabulary.jobs import Job
 from depthlab.vocabulary.settings import RunSettings
 
@@ -213,7 +214,7 @@ def test_requests_cover_the_measured_tiny_jobs(tiny_run):
     """Every measure job of the tiny run stayed within the memory and time it would request,
     and the memory request is not a wild overestimate: at most 4x what the job used (the
     runtime request is whole minutes, far above these seconds-long jobs)."""
-    config = yaml.safe_load((ROOT / "config/tiny.yaml").read_text())
+    config = config_of(ROOT, "config/tiny.yaml")
     checked = 0
     for job in study_jobs(config):
         bench = tiny_run / f"results/benchmarks/measure/{job.study}/{job.arm}/{job.job}.tsv"
@@ -238,7 +239,7 @@ def test_gpu_profile_sends_compute_jobs_to_a_gpu(tmp_path):
     assert trains and all("gpu=1" in r and "slurm_partition=gpu" in r for r in trains)
     local = re.findall(r"rule (?:fit|aggregate|claims):.*?resources: (.*?)\n", out, re.S)
     assert local and not any("gpu=" in r for r in local)
-    config = yaml.safe_load((ROOT / "config/tiny.yaml").read_text())
+    config = config_of(ROOT, "config/tiny.yaml")
     jobs = {f"study={j.study}, arm={j.arm}, job={j.job}": j for j in study_jobs(config)}
     blocks = re.findall(r"rule measure:.*?wildcards: (.*?)\n.*?resources: (.*?)\n", out, re.S)
     assert blocks
@@ -317,7 +318,7 @@ def _minutes(limit: str) -> int:
 @pytest.mark.workflow
 def test_tiny_study_on_slurm(slurm_cluster, tiny_run, tmp_path):
     work = copy_workflow(tmp_path)
-    config = yaml.safe_load((ROOT / "config/tiny.yaml").read_text())
+    config = config_of(ROOT, "config/tiny.yaml")
     targets = [f"results/tables/{study}.parquet" for study in config["studies"]]
     profile = yaml.safe_load((ROOT / "profiles/slurm/config.yaml").read_text())
     # the command line replaces the profile's default-resources: keep its entries, add ours

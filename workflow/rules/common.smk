@@ -18,6 +18,7 @@ from depthlab.planner import resources
 from depthlab.planner.catalogue import Catalogue, unshared
 from depthlab.planner.codehash import BASE, MEASURE_CODE, code_hash, study_code_hash
 from depthlab.planner.grid import arm_settings
+from depthlab.planner.overlay import config_of
 from depthlab.planner.reuse import owner_shards, reuse
 from depthlab.vocabulary.settings import ConfigError
 from depthlab.planner.validate import check_config
@@ -55,8 +56,9 @@ BASE_HASH = code_hash(BASE)
 STUDY_HASH = {study: study_code_hash(study) for study in config["studies"]}
 CLAIMS_HASH = code_hash((*BASE, "claims"))
 # the config files shipped in config/ (a target this config cannot build names those that can)
+# (each as the run it gives: merged onto the defaults)
 SHIPPED_CONFIGS = {
-    f"config/{path.name}": yaml.safe_load(path.read_text())
+    f"config/{path.name}": config_of(DEPTHLAB, f"config/{path.name}")
     for path in sorted(Path(DEPTHLAB, "config").glob("*.yaml"))
     if path.name != "claims.yaml"
 }

@@ -1,0 +1,86 @@
+"""A config as what it changes (issue 39): files and --config values merged key by key onto
+config/config.yaml, a null removing a key; the shipped configs are such overlays."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+from conftest import ROOT, copy_workflow, run_snakemake
+
+from depthlab.planner.grid import study_jobs
+from depthlab.planner.overlay import config_of, overlay, typed
+from depthlab.planner.validate import check_config
+from depthlab.studies import STUDIES
+
+SCHEMA = ROOT / "workflow/schemas/config.schema.yaml"
+DEFAULT = yaml.safe_load((ROOT / "config/config.yaml").read_text())
+
+
+def test_overlay_merges_mappings_replaces_the_rest_and_null_removes():
+    base = {"a": {"x": 1, "y": [1, 2]}, "b": 2, "c": {"z": 3}}
+    change = {"a": {"y": [3], "w": {"v": None, "u": 4}}, "b": None, "d": 5}
+    assert overlay(base, change) == {"a": {"x": 1, "y": [3], "w": {"u": 4}},
+                                     "c": {"z": 3}, "d": 5}
+    assert base == {"a": {"x": 1, "y": [1, 2]}, "b": 2, "c": {"z": 3}}  # untouched
+    assert overlay(base, {}) == base and overlay({}, base) == base
+    assert overlay({"a": 1}, {"a": {"b": 2}}) == {"a": {"b": 2}}
+
+
+def test_command_line_scalars_are_read_as_yaml():
+    # what Snakemake's parser gives for --config 'studies={stack96: {settings: {seeds: 5}}}'
+    given = {"studies": {"stack96": {"settings": {"seeds": "5", "out_scale": "1.5",
+                                                  "causal": "true", "placement": "pre",
+                                                  "block": "my_blocks:make"}}},
+             "x": ["6", "null"]}
+    assert typed(given) == {"studies": {"stack96": {"settings": {
+        "seeds": 5, "out_scale": 1.5, "causal": True, "placement": "pre",
+        "block": "my_blocks:make"}}}, "x": [6, None]}
+
+
+def test_a_file_holding_one_setting_is_the_default_config_with_that_setting(tmp_path):
+    (tmp_path / "my.yaml").write_text("studies: {stack96: {settings: {seeds: 5}}}\n")
+    config = config_of(ROOT, tmp_path / "my.yaml")
+    assert config["studies"]["stack96"]["settings"]["seeds"] == 5
+    config["studies"]["stack96"]["settings"]["seeds"] = DEFAULT["studies"]["stack96"][
+        "settings"]["seeds"]
+    assert config == DEFAULT
+    jobs = check_config(config_of(ROOT, tmp_path / "my.yaml"), SCHEMA, STUDIES)
+    assert len(jobs) == len(study_jobs(DEFAULT))
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (ROOT / "config").glob("*.yaml")
+                                        if p.name != "claims.yaml"))
+def test_every_shipped_config_merged_onto_the_defaults_is_valid(name):
+    config = config_of(ROOT, f"config/{name}")
+    # the GPU configs name device cuda: checked here as on a cluster's login node
+    assert check_config({**config, "check_device": False}, SCHEMA, STUDIES)
+
+
+def test_the_tiny_config_shrinks_the_default_and_the_fixes_config_replaces_its_studies():
+    tiny, fixes = config_of(ROOT, "config/tiny.yaml"), config_of(ROOT, "config/fixes.yaml")
+    assert set(tiny["studies"]) == set(DEFAULT["studies"])
+    for study, spec in tiny["studies"].items():
+        assert set(spec["arms"]) <= set(DEFAULT["studies"][study]["arms"]) | {"nofinalnorm"}
+    cells = lambda c: sum(len(j.cells) for j in study_jobs(c))  # noqa: E731
+    assert 0 < cells(tiny) < cells(DEFAULT) / 3
+    assert set(fixes["studies"]) == {"fixes", "fixestraining"}
+    # the overlay holds only what shrinks: far shorter than the config it changes
+    assert len((ROOT / "config/tiny.yaml").read_text().splitlines()) < 110
+
+
+@pytest.mark.workflow
+def test_snakemake_runs_a_one_setting_file_and_a_typed_command_line_value(tmp_path):
+    work = copy_workflow(tmp_path)
+    (work / "my.yaml").write_text("studies: {stack96: {settings: {seeds: 5}}}\n")
+    stats = re.compile(r"^total\s+(\d+)$", re.M)
+    default = run_snakemake(work, "-n", "fig_grad_ratio_by_depth").stdout
+    mine = run_snakemake(work, "-n", "fig_grad_ratio_by_depth", "--configfile", "my.yaml")
+    assert stats.search(mine.stdout)[1] == stats.search(default)[1]
+    typed_run = run_snakemake(work, "-n", "fig_grad_ratio_by_depth", "--config",
+                              "studies={stack96: {settings: {seeds: 5}}}", check=False)
+    assert typed_run.returncode == 0, typed_run.stderr
+    wrong = run_snakemake(work, "-n", "--config", "studies={stack96: {settings: {seeds: x}}}",
+                          check=False)
+    assert wrong.returncode == 1 and "studies.stack96" in wrong.stdout + wrong.stderr
