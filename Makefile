@@ -5,7 +5,7 @@
 # then envs/nodeps.txt (hashed too, installed without dependencies: torchscale); then depthlab
 # itself. `make lock` regenerates both locks from envs/requirements.txt. .venv gets the
 # first Python 3.11 or newer on PATH; `make PY=/path/to/python3.12 test` chooses another (the
-# CPU lock holds torch's wheel for CPython 3.11 only). torch: README.md, "Install".
+# CPU lock holds torch's wheel for CPython 3.11 only). torch: docs/INSTALL.md.
 PY ?= $(shell for p in python3 python3.14 python3.13 python3.12 python3.11; do \
 	command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
 	2>/dev/null && { command -v $$p; break; }; done)

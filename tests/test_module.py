@@ -1,7 +1,7 @@
-"""depthlab used as a Snakemake module of another workflow (README.md, "Use depthlab in your own
-workflow"): a host with its own config keys, its own default target and `prefix: "depthlab"`,
-which passes depthlab its config under a key of its own, runs the tiny study from its own folder
-and gets the numbers of a plain run."""
+"""depthlab used as a Snakemake module of another workflow (docs/MODULE.md): a host with its own
+config keys, its own default target and `prefix: "depthlab"`, which passes depthlab its config
+under a key of its own (config/tiny.yaml, an overlay merged onto depthlab's defaults), runs the
+tiny study from its own folder and gets the numbers of a plain run."""
 
 from __future__ import annotations
 

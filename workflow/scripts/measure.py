@@ -35,8 +35,7 @@ if measures:
 calibration = snakemake.input.get("calibration")
 scales = branch_scales(pd.read_parquet(calibration)) if calibration else None
 # the owners' shards by source key (results/runs/...), paired with the inputs by position: a
-# host workflow's module prefix changes the input paths (README.md, "Use depthlab in your own
-# workflow")
+# host workflow's module prefix changes the input paths (docs/MODULE.md)
 sources = {label: Source(*source) for label, source in reused.items()}
 paths = snakemake.input.get("owners", [])
 shards = dict(zip(owner_shards(sources.values()), map(pd.read_parquet, paths), strict=True))
