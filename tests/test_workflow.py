@@ -58,13 +58,23 @@ def test_stream_growth_table_matches_fits(tiny_run):
 
 
 @pytest.mark.workflow
-def test_console_shows_progress_and_no_library_warning(tiny_run):
-    """The run's console: Snakemake's progress and one line per finished cell; a library's
-    warning goes to the job's log (depthlab.core.logs.to_file), not here."""
+def test_the_tiny_run_s_console_is_calm_and_ends_with_the_summary(tiny_run):
+    """The tiny run's console (issue 39): at most 150 lines; Snakemake's progress once per tenth
+    of the jobs, no per-job block, no library warning (it goes to the job's log,
+    depthlab.core.logs.to_file); at the end the jobs run, the ledger's counts and the report
+    command (depthlab.planner.console)."""
     console = (tiny_run / CONSOLE).read_text()
-    assert re.search(r"^stack96/grad/\S+: .* done, ", console, re.M)
+    lines = console.splitlines()
+    assert len(lines) <= 150, len(lines)
+    steps = re.findall(r"^(\d+) of (\d+) steps \(\d+%\) done$", console, re.M)
+    assert 5 <= len(steps) <= 11 and steps[-1][0] == steps[-1][1]
+    assert not re.search(r"^(localrule|rule) \w+:$|^Finished jobid|^Select jobs", console, re.M)
     warned = re.findall(r"^.*\b\w*Warning\b.*$", console, re.M)
     assert not warned, warned[:3]
+    summary = console[console.index("depthlab: "):]
+    assert re.match(rf"depthlab: {steps[-1][0]} jobs done in \d+", summary)
+    assert re.search(r"^Claims: \d+ supported, .*Each claim: results/claims.md$", summary, re.M)
+    assert "snakemake --report results/report.html --configfile config/tiny.yaml" in summary
 
 
 def test_a_jobs_warnings_go_to_its_log(tmp_path):

@@ -4,6 +4,7 @@ the readings each note's numbers allow, and every row with its value, band and o
 from __future__ import annotations
 
 import html
+from pathlib import Path
 
 import pandas as pd
 
@@ -133,6 +134,17 @@ def summary_line(table: pd.DataFrame) -> str:
     restating = int((table["restates"] != "").sum())
     return (", ".join(parts) + f" (of {n} claims; {restating} more entries restate one "
             "of them)")
+
+
+def ledger_news(parquet: str | Path, markdown: str, since: float) -> str:
+    """One line on the claims ledger at the end of a run: its counts where the run built it
+    (`parquet` written after `since`, a time.time()), else where it is, or that there is none."""
+    path = Path(parquet)
+    if not path.exists():
+        return "No claims ledger here yet: `snakemake --cores all` (rule all) builds it."
+    if path.stat().st_mtime < since:
+        return f"The claims ledger is unchanged: {markdown}"
+    return f"Claims: {summary_line(pd.read_parquet(path))}. Each claim: {markdown}"
 
 
 def _row_line(r: pd.Series, confirmed: str | None = None) -> str:

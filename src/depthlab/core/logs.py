@@ -1,5 +1,7 @@
-"""Logging set-up for workflow scripts: everything to the rule's log file, and one progress line
-per finished cell or checkpoint to the console (stderr, which Snakemake shows)."""
+"""Logging set-up for workflow scripts: everything to the rule's log file, one line per finished
+cell or checkpoint among it, and at most one progress line every CONSOLE_EVERY seconds of a
+job to the console (stderr, which Snakemake shows): a long job says how far it is, a short one
+stays quiet."""
 
 from __future__ import annotations
 
@@ -8,6 +10,8 @@ import sys
 import time
 
 PROGRESS = logging.getLogger("depthlab.progress")
+CONSOLE = logging.getLogger("depthlab.progress.console")
+CONSOLE_EVERY = 30.0  # seconds between a job's console lines
 
 
 def to_file(path: str) -> None:
@@ -22,7 +26,7 @@ def to_file(path: str) -> None:
     logging.captureWarnings(True)  # warnings.warn -> logger 'py.warnings' -> the file
     console = logging.StreamHandler(sys.stderr)
     console.setFormatter(logging.Formatter("%(message)s"))
-    PROGRESS.handlers = [console]
+    CONSOLE.handlers, CONSOLE.propagate = [console], False
 
     def log_then_raise(kind, error, tb):
         logging.getLogger("depthlab").error("%s: %s", kind.__name__, error)
@@ -39,12 +43,20 @@ class Progress:
         self.name, self.weights = name, weights
         self.done_weight, self.count = 0.0, 0
         self.start = time.perf_counter()
+        self.shown = 0.0  # when the last console line was (seconds into the job)
 
     def step(self, what: str) -> None:
-        """Unit number `count` (in the order of `weights`) finished; log one line."""
+        """Unit number `count` (in the order of `weights`) finished; log one line, and show it
+        on the console when CONSOLE_EVERY seconds have passed since the job's last one (and the
+        last unit of a job that showed any)."""
         self.done_weight += self.weights[self.count]
         self.count += 1
         elapsed = time.perf_counter() - self.start
         left = elapsed * (sum(self.weights) / self.done_weight - 1) if self.done_weight else 0.0
-        PROGRESS.info("%s: %s (%d/%d) done, %.0f s so far, about %.0f s left", self.name, what,
-                      self.count, len(self.weights), elapsed, left)
+        line = (f"{self.name}: {what} ({self.count}/{len(self.weights)}) done, {elapsed:.0f} s "
+                f"so far, about {left:.0f} s left")
+        PROGRESS.info(line)
+        last = self.count == len(self.weights)
+        if elapsed - self.shown >= CONSOLE_EVERY or (last and self.shown):
+            CONSOLE.info(line)
+            self.shown = elapsed

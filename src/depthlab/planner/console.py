@@ -1,0 +1,62 @@
+"""A calm console for a run: Snakemake's per-job blocks and scheduler chatter left to its log
+file, its progress line once per tenth of the jobs, and one closing summary (what ran, how
+long, the claims ledger's counts and where to look). Warnings and errors always show; a dry run
+still lists its jobs; Snakemake's --verbose shows everything (the workflow adds no filter)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+# the kinds of Snakemake log record (their `event` attribute) that describe one job each
+PER_JOB = ("job_info", "job_started", "job_finished", "group_info", "shellcmd")
+# Snakemake's scheduler lines, one to three per job
+SCHEDULER = ("Select jobs to execute", "Execute ", "Removing temporary output")
+
+
+class CalmConsole(logging.Filter):
+    """Counts the jobs that finish (`finished`); unless `quiet` is False, drops Snakemake's
+    per-job records and scheduler lines from a console handler, and passes its progress record
+    ("k of n steps (x%) done") when a tenth more of the jobs is done. `dry_run()` says whether
+    this is a dry run, whose job list is what was asked for."""
+
+    def __init__(self, dry_run: Callable[[], bool], quiet: bool = True):
+        super().__init__()
+        self.dry_run, self.quiet = dry_run, quiet
+        self.tenth = self.finished = 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        event = str(getattr(record, "event", ""))
+        self.finished += event == "job_finished"
+        if not self.quiet or record.levelno >= logging.WARNING or self.dry_run():
+            return True
+        if event in PER_JOB or str(record.msg).startswith(SCHEDULER):
+            return False
+        if event == "progress":
+            done, total = getattr(record, "done", 0), getattr(record, "total", 0) or 1
+            tenth = 10 * done // total
+            if tenth <= self.tenth and done < total:
+                return False
+            self.tenth = tenth
+        return True
+
+
+def calm(handlers: list[logging.Handler], dry_run: Callable[[], bool],
+         quiet: bool = True) -> CalmConsole:
+    """Add one CalmConsole to each console handler (a stream handler, not a log file's) and
+    return it (its `finished` count is the closing summary's)."""
+    console = CalmConsole(dry_run, quiet)
+    for handler in handlers:
+        if isinstance(handler, logging.StreamHandler) and not isinstance(
+                handler, logging.FileHandler):
+            handler.addFilter(console)
+    return console
+
+
+def closing_summary(jobs: int, seconds: float, ledger: str, report: str) -> str:
+    """The run's last lines: jobs run and wall time, the ledger's counts (or where it is), and
+    the command that builds the report."""
+    minutes, secs = divmod(round(seconds), 60)
+    took = f"{minutes} min {secs} s" if minutes else f"{secs} s"
+    return "\n".join([f"depthlab: {jobs} jobs done in {took}.", ledger,
+                      f"The report, every figure and table in one file: {report}"])
