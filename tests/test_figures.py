@@ -22,7 +22,8 @@ from PIL import Image
 
 from depthlab.analysis.draw import contact_sheet
 from depthlab.analysis.fits import read_fits
-from depthlab.analysis.style import coinciding, log_scale, save
+from depthlab.analysis.style import coinciding, column_width, grid, log_scale, save
+from depthlab.analysis.tables import table_latex
 from depthlab.studies import TARGETS
 from depthlab.studies.fixes import figures as fixes_figures
 from depthlab.studies.fixes.fit import FIX_LABELS
@@ -306,6 +307,14 @@ def test_contact_sheet_holds_every_figure(tmp_path):
 # --- every figure target of the tiny studies ------------------------------------------------
 
 
+def assert_column_wide(png: Path) -> None:
+    """A figure a paper takes as it is (issue 39): one column (3.5 in) or two (7 in) wide, at
+    300 dpi."""
+    with Image.open(png) as image:
+        assert [round(d) for d in image.info["dpi"]] == [300, 300], png
+        assert image.width in (1050, 2100), (png, image.width)
+
+
 def figure_targets(studies) -> list:
     return [t for t in TARGETS if t.kind == "figure" and t.study in studies]
 
@@ -326,6 +335,7 @@ def present(frame: pd.DataFrame) -> set[str]:
 def test_every_tiny_figure_reads_well(tiny_run, target):
     for path in target.outputs.values():
         assert (tiny_run / path).stat().st_size > 0, path
+    assert_column_wide(tiny_run / target.outputs["png"])
     fig = draw(target, tiny_run)
     fits = read_fits([p for p in (tiny_run / "results/fits" / target.study).glob("*.parquet")
                       if target.arms([p.stem])])
@@ -340,6 +350,24 @@ FIXES_FIGURES = figure_targets(("fixes", "fixestraining"))
 @pytest.mark.workflow
 @pytest.mark.parametrize("target", FIXES_FIGURES, ids=lambda t: t.name)
 def test_every_fixes_figure_reads_well(tiny_fixes_run, target):
+    assert_column_wide(tiny_fixes_run / target.outputs["png"])
     fig = draw(target, tiny_fixes_run)
     check_reads_well(fig)
+    plt.close(fig)
+
+
+def test_a_latex_table_escapes_tex_s_special_characters():
+    shown = pd.DataFrame({"a_b": ["50%", "x & y"], "c": ["$1", "{2}"]})
+    assert table_latex(shown, "T #1", "n_1") == "\n".join([
+        r"\begin{table}", r"\centering", r"\caption{T \#1}", r"\begin{tabular}{lr}",
+        r"\toprule", r"a\_b & c \\", r"\midrule", r"50\% & \$1 \\", r"x \& y & \{2\} \\",
+        r"\bottomrule", r"\end{tabular}", r"\par\smallskip\footnotesize n\_1",
+        r"\end{table}", ""])
+
+
+@pytest.mark.parametrize("natural, width", [(2.6, 3.5), (4.0, 3.5), (4.8, 7.0), (15.6, 7.0)])
+def test_a_figure_is_one_or_two_columns_wide(natural, width):
+    assert column_width(natural) == width
+    fig, _ = grid(1, 3, natural / 3, 2.0)
+    assert fig.get_figwidth() == width
     plt.close(fig)

@@ -104,3 +104,17 @@ def test_every_compute_job_logs_what_it_used(tiny_run):
         cpu_s, peak_mb = float(used[1]), float(used[2])
         assert 0 < cpu_s <= sampled["s"] * 1.05 + 0.1, (log, cpu_s, sampled["s"])
         assert peak_mb >= 0.99 * sampled["max_rss"], (log, peak_mb, sampled["max_rss"])
+
+
+@pytest.mark.workflow
+@pytest.mark.parametrize("target", [t for t in tiny_targets() if t.kind == "table"],
+                         ids=lambda t: t.name)
+def test_every_table_has_a_latex_table_beside_it(tiny_run, target):
+    """Each rendered table also as LaTeX (issue 39): a booktabs tabular with the CSV's header
+    and one row per CSV row, no unescaped underscore."""
+    csv = pd.read_csv(tiny_run / target.outputs["csv"])
+    tex = (tiny_run / target.outputs["tex"]).read_text()
+    body = tex[tex.index("\\midrule") + len("\\midrule"):tex.index("\\bottomrule")]
+    assert tex.startswith("\\begin{table}") and "\\begin{tabular}{l" in tex
+    assert len(body.strip().splitlines()) == len(csv) > 0
+    assert re.search(r"(?<!\\)_", tex.replace("\\_", "")) is None

@@ -11,12 +11,12 @@ from depthlab.vocabulary.targets import Target
 
 def draw(target: Target, fit_paths: list[str | Path], options: dict,
            outputs: dict[str, str]) -> None:
-    """Write the outputs of `target` (md+csv+html or png+svg+pdf): its function of the fits, with
-    the study's `analysis:` options it declares."""
+    """Write the outputs of `target` (md+csv+html+tex or png+svg+pdf): its function of the
+    fits, with the study's `analysis:` options it declares."""
     result = target.function()(read_fits(fit_paths), **options)
     if target.kind == "table":
         write_table(result, outputs["md"], outputs["csv"], target.title, target.note,
-                    outputs.get("html"))
+                    outputs.get("html"), outputs.get("tex"))
     else:
         from depthlab.analysis.style import save  # matplotlib only for figures
 

@@ -1,13 +1,14 @@
 """The one plotting style of every figure: seaborn's paper theme, curves drawn with seaborn from
 the fit tables' seed summaries (a line with the seed spread as a band), a placement's colour,
 marker and label from the registry (depthlab.vocabulary.placements), log axes with at most one
-label per decade, legends that list only what is drawn, and atomic PNG (300 dpi) + SVG + PDF
-output."""
+label per decade, legends that list only what is drawn, figures one or two journal columns
+wide (3.5 or 7 in), and atomic PNG (300 dpi) + SVG + PDF output."""
 
 from __future__ import annotations
 
 import contextlib
 import math
+import textwrap
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -25,7 +26,6 @@ from depthlab.core.io import atomic_path  # noqa: E402
 from depthlab.vocabulary.placements import COLORS, LABELS, MARKERS, ORDER  # noqa: E402
 
 DPI = 300  # of the PNG
-FORMATS = ("png", "svg", "pdf")  # what every figure is written as (Target.outputs)
 sns.set_theme(context="paper", style="ticks", rc={
     "axes.grid": True, "grid.alpha": 0.3, "svg.hashsalt": "depthlab", "pdf.fonttype": 42,
     "figure.constrained_layout.use": True, "legend.frameon": False, "savefig.dpi": DPI})
@@ -180,6 +180,21 @@ def handles(levels: Iterable[str], style: Mapping[str, Mapping] | None = None,
 LEGEND_ROW_IN = 0.22  # inches of figure height per legend row (9-point text and its spacing)
 
 
+WRAP_CHARS = 28  # legend labels up to this long stay on one line (every placement's does)
+LEGEND_PAD_CHARS = 4  # a legend entry's handle and spacing, in characters
+
+
+def legend_columns(labels: list[str], across: int) -> int:
+    """The most columns a legend of `labels` (filled column by column) can have with its
+    columns' widest lines, each with its handle, adding up to at most `across` characters."""
+    widths = [max(len(line) for line in lab.splitlines()) + LEGEND_PAD_CHARS for lab in labels]
+    for ncol in range(len(labels), 1, -1):
+        rows = -(-len(labels) // ncol)
+        if sum(max(widths[i:i + rows]) for i in range(0, len(labels), rows)) <= across:
+            return ncol
+    return 1
+
+
 def legend(fig, levels: Iterable[str], style=None, markers: bool = True, extra=(),
            notes: Iterable[str] = (), ncol: int | None = None) -> None:
     """One legend for the figure, below its panels, listing `levels` (only what is drawn),
@@ -193,8 +208,15 @@ def legend(fig, levels: Iterable[str], style=None, markers: bool = True, extra=(
         hs.append(Line2D([], [], color="none"))
         labels.append(note)
     if hs:
-        fit = max(1, int(fig.get_figwidth() / 1.6))
-        ncol = ncol or min(len(hs), fit)
+        # a label longer than a placement's (WRAP_CHARS) wraps at half the figure's width; then
+        # as many columns as fit across the figure
+        size = plt.rcParams["legend.fontsize"]
+        size = size if isinstance(size, (int, float)) else plt.rcParams["font.size"]
+        across = int((fig.get_figwidth() - 0.2) / char_in(size))
+        wrap = min(across - LEGEND_PAD_CHARS, max(WRAP_CHARS, across // 2 - LEGEND_PAD_CHARS))
+        labels = [textwrap.fill(lab, wrap, break_long_words=False) for lab in labels]
+        fit = legend_columns(labels, across)
+        ncol = min(ncol or fit, fit)
         # the figure grows by the legend's rows beyond the two `grid` leaves room for, so that
         # the panels keep their size however many placements the legend lists
         rows = -(-len(hs) // ncol)
@@ -229,10 +251,27 @@ def ylabel(ax, what: str, frame: pd.DataFrame | None = None,
     ax.set_ylabel(what if frame is None else f"{what}\n({spread_label(frame, spread)})")
 
 
+# a journal's single- and double-column widths (inches): every figure is one of them
+COLUMN_IN = (3.5, 7.0)
+MIN_PANEL_IN = 1.6  # the least panel height, where many panels share a double column
+SINGLE_UP_TO_IN = 4.0  # the widest natural width set in a single column
+
+
+def column_width(natural: float) -> float:
+    """The column width (COLUMN_IN) a figure of `natural` width is set at: a single column for
+    one panel's width (up to 4 in), else a double column."""
+    single, double = COLUMN_IN
+    return single if natural <= SINGLE_UP_TO_IN else double
+
+
 def grid(n_rows: int, n_cols: int, width: float = 2.6, height: float = 2.2, **kw):
-    """A figure of panels, each width x height inches (journal column: about 3.4 in)."""
-    return plt.subplots(n_rows, n_cols, figsize=(width * n_cols, height * n_rows + 0.5),
-                        squeeze=False, **kw)
+    """A figure of panels at a single or double column's width (`column_width` of
+    n_cols x `width` inches), each panel keeping the shape width x height (at least
+    MIN_PANEL_IN high), with room for a legend row below."""
+    total = column_width(width * n_cols)
+    panel = max(total / n_cols * height / width, min(height, MIN_PANEL_IN))
+    return plt.subplots(n_rows, n_cols, figsize=(total, panel * n_rows + 0.5), squeeze=False,
+                        **kw)
 
 
 def coinciding(frame: pd.DataFrame, x: str, by: str, rtol: float = 0.05) -> list[list[str]]:
@@ -253,13 +292,44 @@ def coinciding(frame: pd.DataFrame, x: str, by: str, rtol: float = 0.05) -> list
     return [g for g in groups if len(g) > 1]
 
 
+def char_in(points: float) -> float:
+    """The mean width of a character of a sans-serif font of `points` size, in inches
+    (DejaVu Sans, mixed text: about 0.6 em)."""
+    return 0.6 * points / 72
+
+
+def wrap_labels(fig) -> None:
+    """Each axis label of `fig` that runs past its axis, as laid out, wrapped into lines that
+    fit it (in a column-wide figure a long y label breaks into lines instead of leaving the
+    figure)."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    for ax in fig.axes:
+        if not ax.get_visible() or not ax.axison:
+            continue
+        box = ax.get_window_extent(renderer)
+        for label, length in ((ax.yaxis.label, box.height), (ax.xaxis.label, box.width)):
+            text = label.get_text()
+            extent = label.get_window_extent(renderer)
+            size = max(extent.height, extent.width) if text else 0.0
+            if size <= length:
+                continue
+            longest = max(len(line) for line in text.splitlines())
+            chars = max(8, int(longest * length / size * 0.95))
+            label.set_text("\n".join(textwrap.fill(line, chars, break_long_words=False)
+                                      for line in text.splitlines()))
+
+
 def save(fig, outputs: Mapping[str, str | Path]) -> None:
-    """Save a figure in every format of `outputs` (extension -> path; PNG at DPI), each written
-    atomically (a temporary name, then renamed), without dates (SVG, PDF), and close it."""
+    """Save a figure in every format of `outputs` (extension -> path; PNG at DPI) at its own
+    size (constrained layout keeps labels and legend inside, so a column-wide figure stays
+    column-wide), each written atomically (a temporary name, then renamed), without dates (SVG,
+    PDF), and close it."""
     meta = {"png": {}, "svg": {"Date": None}, "pdf": {"CreationDate": None, "ModDate": None}}
+    wrap_labels(fig)
     for fmt, path in outputs.items():
         with atomic_path(path) as tmp:
-            fig.savefig(tmp, format=fmt, dpi=DPI, bbox_inches="tight", metadata=meta[fmt])
+            fig.savefig(tmp, format=fmt, dpi=DPI, metadata=meta[fmt])
     plt.close(fig)
 
 

@@ -1,4 +1,4 @@
-"""Writing a rendered table as Markdown, CSV and HTML (atomically)."""
+"""Writing a rendered table as Markdown, CSV, HTML and LaTeX (atomically)."""
 
 from __future__ import annotations
 
@@ -56,10 +56,36 @@ def table_html(shown: pd.DataFrame, title: str, note: str = "") -> str:
     return text + (f"<p>{html.escape(note)}</p>\n" if note else "")
 
 
+# LaTeX's special characters and what stands for each in text
+LATEX_ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
+                 "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}",
+                 "^": r"\textasciicircum{}"}
+
+
+def latex_text(value) -> str:
+    """A cell as LaTeX text: its special characters escaped."""
+    return "".join(LATEX_ESCAPES.get(c, c) for c in str(value))
+
+
+def table_latex(shown: pd.DataFrame, title: str, note: str = "") -> str:
+    """A formatted table as a LaTeX table environment (booktabs rules, the title as caption,
+    the note below), to \\input into a paper with \\usepackage{booktabs}."""
+    cols = "l" + "r" * (shown.shape[1] - 1)
+    rows = [" & ".join(latex_text(v) for v in row) + r" \\" for row in shown.to_numpy()]
+    lines = [r"\begin{table}", r"\centering", rf"\caption{{{latex_text(title)}}}",
+             rf"\begin{{tabular}}{{{cols}}}", r"\toprule",
+             " & ".join(latex_text(c) for c in shown.columns) + r" \\", r"\midrule", *rows,
+             r"\bottomrule", r"\end{tabular}"]
+    if note:
+        lines.append(rf"\par\smallskip\footnotesize {latex_text(note)}")
+    return "\n".join([*lines, r"\end{table}", ""])
+
+
 def write_table(table: pd.DataFrame, md_path: str | Path, csv_path: str | Path, title: str,
-                note: str = "", html_path: str | Path | None = None) -> None:
+                note: str = "", html_path: str | Path | None = None,
+                tex_path: str | Path | None = None) -> None:
     """Write `table` as CSV (full precision), as a Markdown page with a title and a note, and
-    (given `html_path`) as the same page in HTML."""
+    (given `html_path`, `tex_path`) as the same page in HTML and as a LaTeX table."""
     write_text(table.to_csv(index=False), csv_path)
     shown = table.map(lambda v: fmt(v) if isinstance(v, float) else v)
     text = f"# {title}\n\n{shown.to_markdown(index=False)}\n"
@@ -68,3 +94,5 @@ def write_table(table: pd.DataFrame, md_path: str | Path, csv_path: str | Path, 
     write_text(text, md_path)
     if html_path is not None:
         write_text(table_html(shown, title, note), html_path)
+    if tex_path is not None:
+        write_text(table_latex(shown, title, note), tex_path)

@@ -53,9 +53,9 @@ class Target:
 
     @property
     def outputs(self) -> dict[str, str]:
-        """Output paths by extension: md+csv+html for tables (html for the report), png+svg+pdf
-        for figures."""
-        folder, exts = ("tables", ("md", "csv", "html")) if self.kind == "table" else (
+        """Output paths by extension: md+csv+html+tex for tables (html for the report, tex for
+        a paper), png+svg+pdf for figures."""
+        folder, exts = ("tables", ("md", "csv", "html", "tex")) if self.kind == "table" else (
             "figures", ("png", "svg", "pdf"))
         return {ext: f"results/{folder}/{self.stem}.{ext}" for ext in exts}
 
