@@ -6,6 +6,7 @@ tiny study from its own folder and gets the numbers of a plain run."""
 from __future__ import annotations
 
 import re
+import shutil
 
 import pandas as pd
 import pytest
@@ -72,3 +73,41 @@ def test_tiny_study_through_a_host_workflow(tmp_path, tiny_run):
     pd.testing.assert_frame_equal(hosted, pd.read_parquet(tiny_run / ledger), check_exact=True)
     # a user's tiny config, through the module path too, gets no graded row (issue 36)
     assert not hosted["outcome"].isin(["supported", "contradicted", "inconclusive"]).any()
+
+
+@pytest.fixture
+def served(tmp_path):
+    """A copy of the workflow served over HTTP from a local server (as github(...) would serve
+    it), with no src/ beside it: the module's code is the installed depthlab package."""
+    import functools
+    import http.server
+    import threading
+
+    (tmp_path / "served").mkdir()
+    module = copy_workflow(tmp_path / "served")
+    shutil.rmtree(module / "src")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(module))
+    handler.log_message = lambda *args: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def test_a_host_loads_the_workflow_by_url(tmp_path, served, tiny_run):
+    """The catalog's way to deploy (issue 39): a host module whose snakefile is a URL builds the
+    tiny study's fig_grad_ratio_by_depth, reading the module's files through
+    workflow.source_path; its fits equal a plain run's."""
+    host = tmp_path / "host"
+    host.mkdir()
+    (host / "Snakefile").write_text(HOST.format(snakefile=f"{served}/workflow/Snakefile"))
+    config = {"my_samples": ["a"], "depthlab": yaml.safe_load(
+        (ROOT / "config/tiny.yaml").read_text())}
+    (host / "host_config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    run_snakemake(host, "--cores", "2", "depthlab_fig_grad_ratio_by_depth")
+    figure = host / "depthlab/results/figures/grad_ratio_by_depth.png"
+    assert figure.stat().st_size > 0
+    fit = "results/fits/stack96/grad.parquet"
+    pd.testing.assert_frame_equal(pd.read_parquet(host / "depthlab" / fit),
+                                  pd.read_parquet(tiny_run / fit), check_exact=True)

@@ -32,7 +32,12 @@ if os.getcwd() != STARTED_IN:
         if isinstance(path, str) and path and not os.path.isabs(path):
             config[key] = os.path.relpath(os.path.join(STARTED_IN, path))
 # the default claims file (this workflow's own), checked too (validate() fills defaults later)
-config.setdefault("claims", os.path.relpath(f"{DEPTHLAB}/config/claims.yaml"))
+config.setdefault(
+    "claims",
+    (os.path.relpath if DEPTHLAB else str)(
+        workflow.source_path("../../config/claims.yaml")
+    ),
+)
 try:
     CATALOGUE = Catalogue(
         config,
@@ -57,9 +62,10 @@ STUDY_HASH = {study: study_code_hash(study) for study in config["studies"]}
 CLAIMS_HASH = code_hash((*BASE, "claims"))
 # the config files shipped in config/ (a target this config cannot build names those that can)
 # (each as the run it gives: merged onto the defaults)
+# (none where the workflow is loaded by URL: its config/ cannot be listed)
 SHIPPED_CONFIGS = {
     f"config/{path.name}": config_of(DEPTHLAB, f"config/{path.name}")
-    for path in sorted(Path(DEPTHLAB, "config").glob("*.yaml"))
+    for path in (sorted(Path(DEPTHLAB, "config").glob("*.yaml")) if DEPTHLAB else [])
     if path.name != "claims.yaml"
 }
 # what each arm's cells share, as sorted JSON: the ledger's comparability with the notes
