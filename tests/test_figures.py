@@ -22,7 +22,14 @@ from PIL import Image
 
 from depthlab.analysis.draw import contact_sheet
 from depthlab.analysis.fits import read_fits
-from depthlab.analysis.style import coinciding, column_width, grid, log_scale, save
+from depthlab.analysis.style import (
+    coinciding,
+    column_width,
+    finish,
+    grid,
+    log_scale,
+    save,
+)
 from depthlab.analysis.tables import table_latex
 from depthlab.studies import TARGETS
 from depthlab.studies.fixes import figures as fixes_figures
@@ -320,9 +327,12 @@ def figure_targets(studies) -> list:
 
 
 def draw(target, workdir: Path):
+    """The target's figure as save() writes it (style.finish: integer ticks, wrapped labels)."""
     fits = sorted((workdir / "results/fits" / target.study).glob("*.parquet"))
     read = [p for p in fits if target.arms([p.stem])]
-    return target.function()(read_fits(read))
+    fig = target.function()(read_fits(read))
+    finish(fig)
+    return fig
 
 
 def present(frame: pd.DataFrame) -> set[str]:

@@ -34,8 +34,10 @@ if os.getcwd() != STARTED_IN:
 # the default claims file (this workflow's own), checked too (validate() fills defaults later)
 config.setdefault(
     "claims",
-    (os.path.relpath if DEPTHLAB else str)(
-        workflow.source_path("../../config/claims.yaml")
+    (
+        os.path.relpath(f"{DEPTHLAB}/config/claims.yaml")
+        if DEPTHLAB
+        else str(workflow.source_path("../../config/claims.yaml"))
     ),
 )
 try:

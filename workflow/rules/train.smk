@@ -13,7 +13,15 @@ except ConfigError as err:
 TRAINING_STUDIES = "|".join(sorted({study for study, _ in TRAINING})) or "(?!)"
 # the shipped corpus is the corpus rule's input unless the config names another source
 OTHER_CORPUS = config.get("corpus_url") or config.get("corpus_path")
-SHIPPED_CORPUS = [] if OTHER_CORPUS else str(workflow.source_path(f"../../{SHIPPED}"))
+SHIPPED_CORPUS = (
+    []
+    if OTHER_CORPUS
+    else (
+        f"{DEPTHLAB}/{SHIPPED}"
+        if DEPTHLAB
+        else str(workflow.source_path(f"../../{SHIPPED}"))
+    )
+)
 
 
 # The corpus: config `corpus_url` or `corpus_path` (read by the script, so that naming the same

@@ -20,7 +20,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter  # noqa: E402
 
 from depthlab.core.io import atomic_path  # noqa: E402
 from depthlab.vocabulary.placements import COLORS, LABELS, MARKERS, ORDER  # noqa: E402
@@ -298,17 +298,32 @@ def char_in(points: float) -> float:
     return 0.6 * points / 72
 
 
+# an x axis whose label names one of these counts whole things: integer ticks
+COUNTED = ("block", "layer", "depth", "step")
+
+
+def finish(fig) -> None:
+    """What every figure gets before it is saved: integer ticks on a linear axis of counted
+    things (blocks, layers, depth, steps), then `wrap_labels`."""
+    for ax in fig.axes:
+        if ax.get_xscale() == "linear" and any(w in ax.get_xlabel() for w in COUNTED):
+            ax.xaxis.set_major_locator(MaxNLocator(nbins="auto", integer=True,
+                                                   steps=[1, 2, 5, 10]))
+    wrap_labels(fig)
+
+
 def wrap_labels(fig) -> None:
-    """Each axis label of `fig` that runs past its axis, as laid out, wrapped into lines that
-    fit it (in a column-wide figure a long y label breaks into lines instead of leaving the
-    figure)."""
+    """Each axis label and panel title of `fig` that runs past its axis, as laid out, wrapped
+    into lines that fit it (in a column-wide figure a long y label breaks into lines instead of
+    leaving the figure)."""
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     for ax in fig.axes:
         if not ax.get_visible() or not ax.axison:
             continue
         box = ax.get_window_extent(renderer)
-        for label, length in ((ax.yaxis.label, box.height), (ax.xaxis.label, box.width)):
+        for label, length in ((ax.yaxis.label, box.height), (ax.xaxis.label, box.width),
+                              (ax.title, box.width)):
             text = label.get_text()
             extent = label.get_window_extent(renderer)
             size = max(extent.height, extent.width) if text else 0.0
@@ -326,7 +341,7 @@ def save(fig, outputs: Mapping[str, str | Path]) -> None:
     column-wide), each written atomically (a temporary name, then renamed), without dates (SVG,
     PDF), and close it."""
     meta = {"png": {}, "svg": {"Date": None}, "pdf": {"CreationDate": None, "ModDate": None}}
-    wrap_labels(fig)
+    finish(fig)
     for fmt, path in outputs.items():
         with atomic_path(path) as tmp:
             fig.savefig(tmp, format=fmt, dpi=DPI, metadata=meta[fmt])

@@ -141,6 +141,6 @@ def residual_scaling(fits: pd.DataFrame):
         axes[0][col].set_title(_scheme_title(scheme), fontsize=7)
         axes[1][col].set_xlabel("block l")
         axes[1][col].legend(fontsize=5.5, loc="upper center", bbox_to_anchor=(0.5, -0.3))
-        for row, branch in enumerate(("attention", "MLP")):
-            axes[row][col].set_ylabel(f"{branch} increment\n/ its early mean")
+    for row, branch in enumerate(("attention", "MLP")):  # the rows' quantity, once per row
+        axes[row][0].set_ylabel(f"{branch} increment\n/ its early mean")
     return fig
