@@ -94,6 +94,10 @@ def measure_cell(
     with each setting as a column; the seeds in the plan's passes. Raises NonFiniteError naming
     the cell and seed on NaN/inf."""
     check_device(s.device)
+    if s.block:  # your own nn.Module as the block (depthlab.core.own_block)
+        from depthlab.core.own_block import measure_module
+
+        return measure_module(s.block, s, cell)
     parts = []
     for seeds in plan.chunks(s.seed_list()):
         probes, loss = run_pass(s, plan, seeds, branch_scales)

@@ -134,11 +134,12 @@ def stream_stats(params: StackParams, trace: Trace, s: RunSettings) -> list[Prob
         Probe("stream_var", "block", layers, v_stream),
         Probe("stream_max_abs", "block", layers,
               torch.stack([t.abs().amax(dim=(1, 2)) for t in trace.stream], 1)),
-        Probe("branch_var", "attn", blocks, _per_seed(_var, trace.attn)),
-        Probe("branch_var", "mlp", blocks, _per_seed(_var, trace.mlp)),
         Probe("head_input_sd", "head", [s.depth], _sd(trace.head_input).unsqueeze(1)),
     ]
-    if placement.telescopes:
+    if trace.attn:  # an own block whose branches are not marked has none (core.own_block)
+        probes[3:3] = [Probe("branch_var", "attn", blocks, _per_seed(_var, trace.attn)),
+                       Probe("branch_var", "mlp", blocks, _per_seed(_var, trace.mlp))]
+    if placement.telescopes and trace.mid:
         v_mid = _per_seed(_var, trace.mid)
         probes += [
             Probe("delta", "attn", blocks, v_mid - s.skip**2 * v_stream[:, :-1]),

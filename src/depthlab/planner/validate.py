@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import importlib.util
 import math
+import os
 import re
+import sys
 from pathlib import Path
 
 import yaml
@@ -189,4 +192,27 @@ def check_config(config: dict, schema_path: str | Path, studies=None) -> list[Jo
     jobs = study_jobs(config)
     reject_unheld_probes(jobs)
     reject_unseen_cuda(config, jobs)
+    reject_missing_blocks(jobs)
     return jobs
+
+
+def reject_missing_blocks(jobs: list[Job]) -> None:
+    """ConfigError for an own block (setting `block`) whose module cannot be found on the
+    Python path, the working directory first (found, not imported: no torch at parse time)."""
+    for job in jobs:
+        for cell in job.cells:
+            path = cell.settings.block
+            if not path:
+                continue
+            module = path.partition(":")[0]
+            if sys.path[:1] != [os.getcwd()]:
+                sys.path.insert(0, os.getcwd())
+            try:
+                found = importlib.util.find_spec(module) is not None
+            except ModuleNotFoundError:
+                found = False
+            if not found:
+                raise ConfigError(
+                    f"studies.{job.study}.arms.{job.arm}: block={path!r}: no module {module!r} "
+                    "where snakemake was started or on the Python path"
+                )

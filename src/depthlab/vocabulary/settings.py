@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from dataclasses import dataclass
 
 from depthlab.vocabulary.placements import PLACEMENTS, Placement
@@ -87,6 +88,7 @@ class RunSettings:
     block_corr: bool = False
     jacobian_dirs: int = 0
     update_lr: float = 0.0
+    block: str = ""
 
     @classmethod
     def from_mapping(cls, values: dict, where: str = "settings") -> RunSettings:
@@ -143,6 +145,9 @@ class RunSettings:
         for key in ("causal", "block_corr", "bias"):
             if not isinstance(getattr(self, key), bool):
                 raise ConfigError(f"{where}: {key}={getattr(self, key)!r} must be true or false")
+        if self.block and not re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*", self.block):
+            raise ConfigError(f"{where}: block={self.block!r} is not 'module:function' (a "
+                              "factory of your nn.Module, docs/ARCHITECTURE.md)")
         if self.d_model % self.heads:
             raise ConfigError(
                 f"{where}: heads={self.heads} does not divide d_model={self.d_model}"

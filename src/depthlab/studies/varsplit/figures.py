@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import textwrap
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
+from matplotlib import transforms
 
 from depthlab.analysis.select import pick
 from depthlab.analysis.style import CI, band, grid, legend, ylabel
@@ -140,7 +143,11 @@ def residual_scaling(fits: pd.DataFrame):
                 row[col].set_yscale("symlog", linthresh=1e-2)
         axes[0][col].set_title(_scheme_title(scheme), fontsize=7)
         axes[1][col].set_xlabel("block l")
-        axes[1][col].legend(fontsize=5.5, loc="upper center", bbox_to_anchor=(0.5, -0.3))
-    for row, branch in enumerate(("attention", "MLP")):  # the rows' quantity, once per row
-        axes[row][0].set_ylabel(f"{branch} increment\n/ its early mean")
+        # below the column's x label, however short the panel (an offset in points)
+        below = transforms.offset_copy(axes[1][col].transAxes, fig=fig, y=-34, units="points")
+        handles, labels = axes[1][col].get_legend_handles_labels()
+        axes[1][col].legend(handles, [textwrap.fill(lab, 22) for lab in labels], fontsize=5.5,
+                            loc="upper center", bbox_to_anchor=(0.5, 0), bbox_transform=below)
+        for row, branch in enumerate(("attention", "MLP")):
+            axes[row][col].set_ylabel(f"{branch} increment / its early mean")
     return fig

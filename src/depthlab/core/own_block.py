@@ -1,0 +1,203 @@
+"""Any nn.Module as a block: the stack built per seed from a factory a config names, traced with
+forward hooks into the same Trace the built-in placements fill, so every probe, fit, table,
+figure and the ledger apply unchanged. After mup's coordinate check (microsoft/mup,
+mup/coord_check.py: forward hooks on any nn.Module into a tidy table); per seed, as
+depthlab.core.reference's plain loop.
+
+The factory is `module:function` (setting `block`), called as function(settings) -> nn.Module
+once per block, under the seed's generator, in the settings' dtype; the module maps the stream
+(batch, tokens, d) to the stream. Where it marks them in `depthlab_points` (hook point ->
+"submodule.output" or "submodule.input"), its sublayers are recorded too:
+
+    attn      the attention branch's output (a tuple's first element)
+    mlp       the FFN branch's output
+    mid       the stream between the two sublayers
+    attn_in   what the attention branch reads
+    mlp_in    what the FFN reads
+    ffn_hidden  the FFN's hidden pre-activation (its active fraction: > 0)
+
+ENCODER_LAYER_POINTS are those of PyTorch's nn.TransformerEncoderLayer(norm_first=True). The
+settings' `placement` names the built-in placement whose conventions the block follows: its
+final norm, and whether its stream telescopes (the variance increments, the block terms).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import sys
+from collections.abc import Callable
+
+import pandas as pd
+import torch
+from torch import Tensor, nn
+
+from depthlab.core.model import Trace, torch_dtype
+from depthlab.core.probes import (
+    Probe,
+    block_independence,
+    branch_inputs,
+    branch_to_stream,
+    grad_norm,
+    omega,
+    pass_rows,
+    stream_stats,
+    token_corr,
+)
+from depthlab.core.records import check_finite
+from depthlab.vocabulary.settings import RunSettings
+
+BlockFactory = Callable[[RunSettings], nn.Module]
+
+# nn.TransformerEncoderLayer(norm_first=True): x + sa(norm1(x)), then + ff(norm2(.))
+ENCODER_LAYER_POINTS = {
+    "attn": "self_attn.output", "mlp": "linear2.output", "mid": "norm2.input",
+    "attn_in": "self_attn.input", "mlp_in": "linear1.input", "ffn_hidden": "linear1.output",
+}
+# the probes and the hook points each needs beyond the stream
+NEEDS = {grad_norm: (), token_corr: (), omega: (), stream_stats: (),
+         block_independence: (), branch_to_stream: ("mid", "attn", "mlp"),
+         branch_inputs: ("attn_in", "mlp_in", "ffn_hidden")}
+UNSUPPORTED = {"loss": "cross_entropy", "grad_of": "input"}
+
+
+def resolve(path: str) -> BlockFactory:
+    """The factory `module:function` names, its module imported from the working directory
+    first (as `python -m` does), then the Python path."""
+    module, _, name = path.partition(":")
+    if not module or not name:
+        raise ValueError(f"block: {path!r} is not 'module:function'")
+    if sys.path[:1] != [os.getcwd()]:
+        sys.path.insert(0, os.getcwd())
+    return getattr(importlib.import_module(module), name)
+
+
+def _first(value) -> Tensor:
+    return value[0] if isinstance(value, tuple) else value
+
+
+class _Recorder:
+    """Forward hooks on one block's marked submodules, appending each point's tensor."""
+
+    def __init__(self, block: nn.Module):
+        self.seen: dict[str, Tensor] = {}
+        self.handles = []
+        for point, where in getattr(block, "depthlab_points", {}).items():
+            name, _, side = where.rpartition(".")
+            sub = block.get_submodule(name)
+            if side == "output":
+                hook = (lambda p: lambda _m, _i, out: self.seen.__setitem__(p, _first(out)))(point)
+                self.handles.append(sub.register_forward_hook(hook))
+            elif side == "input":
+                hook = (lambda p: lambda _m, inputs: self.seen.__setitem__(p, inputs[0]))(point)
+                self.handles.append(sub.register_forward_pre_hook(hook))
+            else:
+                raise ValueError(f"depthlab_points[{point!r}] = {where!r}: not "
+                                 "'submodule.output' or 'submodule.input'")
+
+    def remove(self) -> None:
+        for h in self.handles:
+            h.remove()
+
+
+def one_seed(factory: BlockFactory, s: RunSettings, seed: int) -> tuple[Trace, Tensor]:
+    """One seed's traced pass: L blocks from the factory under the seed's generator (drawn on
+    the CPU), x and the MSE target, forward, backward (grad_of params: every parameter of a
+    block; weights: its matrices); the trace (1, N, d) per point, and the loss (1,)."""
+    dtype = torch_dtype(s.dtype)
+    with torch.random.fork_rng(devices=[]), _default_dtype(dtype):
+        torch.manual_seed(seed)
+        blocks = nn.ModuleList(factory(s) for _ in range(s.depth)).to(dtype)
+        final = nn.LayerNorm(s.d_model) if s.uses_final_norm else nn.Identity()
+        x = torch.randn(s.batch, s.tokens, s.d_model)
+        target = torch.randn(s.batch, s.tokens, s.d_model)
+    blocks, final = blocks.to(s.device).train(), final.to(s.device)
+    x, target = x.to(s.device), target.to(s.device)
+    flat = lambda t: t.reshape(1, -1, s.d_model)  # noqa: E731
+    trace = Trace(stream=[flat(x)])
+    with torch.set_grad_enabled(s.grad_of != "none"):
+        h = x
+        for block in blocks:
+            recorder = _Recorder(block)
+            try:
+                h = block(h)
+            finally:
+                recorder.remove()
+            seen = recorder.seen
+            trace.stream.append(flat(h))
+            for point in ("attn", "mlp", "mid"):
+                if point in seen:
+                    getattr(trace, point).append(flat(seen[point]))
+            for point, into in (("attn_in", trace.attn_in_sd), ("mlp_in", trace.mlp_in_sd)):
+                if point in seen:
+                    into.append(flat(seen[point]).detach().std(dim=(1, 2)))
+            if "ffn_hidden" in seen:
+                hidden = flat(seen["ffn_hidden"]).detach()
+                trace.ffn_active.append((hidden > 0).mean(dim=(1, 2), dtype=h.dtype))
+        trace.head_input = flat(final(h))
+        loss = ((trace.head_input - flat(target)) ** 2).mean(dim=(1, 2))
+    if s.grad_of in ("params", "weights"):
+        loss.sum().backward()
+        trace.block_grad_sq = torch.stack([
+            sum(p.grad.pow(2).sum() for p in block.parameters()
+                if p.grad is not None and (s.grad_of == "params" or p.dim() >= 2))
+            for block in blocks]).unsqueeze(0)
+    return trace, loss.detach()
+
+
+@contextlib.contextmanager
+def _default_dtype(dtype: torch.dtype):
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(before)
+
+
+def _stacked(traces: list[Trace]) -> Trace:
+    """The seeds' traces as one trace of S seeds (each point concatenated on the seed axis)."""
+    first = traces[0]
+    out = Trace(head_input=torch.cat([t.head_input for t in traces]))
+    for name in ("stream", "mid", "attn", "mlp", "attn_in_sd", "mlp_in_sd", "ffn_active"):
+        setattr(out, name, [torch.cat(parts) for parts in zip(*(getattr(t, name) for t in traces),
+                                                                 strict=True)]
+                if getattr(first, name) else [])
+    if first.block_grad_sq is not None:
+        out.block_grad_sq = torch.cat([t.block_grad_sq for t in traces])
+    return out
+
+
+def module_probes(factory: BlockFactory, s: RunSettings, seeds: list[int]
+                  ) -> tuple[list[Probe], Tensor]:
+    """Every probe the block's marked points reach, over `seeds`; and the losses (S,)."""
+    for key, value in UNSUPPORTED.items():
+        if getattr(s, key) == value:
+            raise ValueError(f"{key}: {value!r} is not measured on an own block")
+    if s.jacobian_dirs or s.update_lr:
+        raise ValueError("jacobian_dirs and update_lr are not measured on an own block")
+    pairs = [one_seed(factory, s, seed) for seed in seeds]
+    trace = _stacked([t for t, _ in pairs])
+    marked = {p for p in ENCODER_LAYER_POINTS if _has(trace, p)}
+    probes = [p for fn, need in NEEDS.items() if set(need) <= marked
+              for p in fn(None, trace, s)]
+    return probes, torch.cat([loss for _, loss in pairs])
+
+
+def _has(trace: Trace, point: str) -> bool:
+    field = {"attn_in": "attn_in_sd", "mlp_in": "mlp_in_sd", "ffn_hidden": "ffn_active"}
+    return bool(getattr(trace, field.get(point, point)))
+
+
+def measure_module(factory: BlockFactory | str, s: RunSettings, cell: str = "") -> pd.DataFrame:
+    """The tidy rows (seed, layer, sublayer, metric, value and every setting) of a stack of
+    the factory's blocks, as measure_cell gives for a built-in placement: depthlab's probes on
+    your own nn.Module, without Snakemake (as mup's get_coord_data)."""
+    factory = resolve(factory) if isinstance(factory, str) else factory
+    probes, loss = module_probes(factory, s, s.seed_list())
+    frame = pass_rows(probes, s.seed_list(), loss)
+    check_finite(frame, cell)
+    for key, value in s.as_columns().items():
+        frame[key] = value
+    return frame

@@ -1,0 +1,80 @@
+"""Your own block (issue 40): a stack of PyTorch's nn.TransformerEncoderLayer(norm_first=True),
+through the Python entry point and through the `block` setting, equals the built-in Pre-LN
+placement (attention torch_mha) per seed on every probe its hooks reach."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import numpy as np
+import pytest
+from conftest import ROOT, planned
+
+from depthlab.core.measure import measure_cell
+from depthlab.core.own_block import measure_module, resolve
+from depthlab.vocabulary.settings import ConfigError, RunSettings
+
+SETTINGS = RunSettings(placement="pre", attention="torch_mha", causal=False, depth=3,
+                       d_model=16, heads=2, tokens=8, batch=2, seeds=3, block_corr=True)
+KEY = ["seed", "layer", "sublayer", "metric"]
+EXAMPLE = "examples.encoder_block:make_block"  # examples/encoder_block.py, from the root
+
+
+@pytest.fixture(autouse=True)
+def _from_the_root(monkeypatch):
+    """Run from the repository's root, where a config's `block` module is looked up."""
+    monkeypatch.chdir(ROOT)
+
+
+def make_block(s):
+    return resolve(EXAMPLE)(s)
+
+
+def assert_same_rows(own, built):
+    """The same probes (every metric the built-in gives) with the same values to round-off."""
+    assert set(own["metric"]) == set(built["metric"])
+    merged = built.merge(own, on=KEY, suffixes=("_built", "_own"), validate="1:1")
+    assert len(merged) == len(built) == len(own) > 0
+    np.testing.assert_allclose(merged["value_own"], merged["value_built"], rtol=1e-10,
+                               atol=1e-13)
+
+
+@pytest.mark.parametrize("grad_of, activation", [("params", "relu"), ("weights", "gelu"),
+                                                 ("none", "relu")])
+def test_pytorch_encoder_layers_equal_the_built_in_pre_ln(grad_of, activation):
+    s = dataclasses.replace(SETTINGS, grad_of=grad_of, activation=activation)
+    assert_same_rows(measure_module(make_block, s), measure_cell(*planned(s)))
+
+
+def test_the_block_setting_takes_the_same_path():
+    s = dataclasses.replace(SETTINGS, block=EXAMPLE)
+    own = measure_cell(*planned(s))
+    assert set(own["block"]) == {EXAMPLE}
+    assert_same_rows(own.drop(columns="block"), measure_cell(*planned(SETTINGS)))
+
+
+def test_a_block_without_marked_points_gets_the_stream_probes_only():
+    def bare(s):
+        return make_block(s).__class__(s.d_model, s.heads, 2 * s.d_model, dropout=0.0,
+                                       batch_first=True, norm_first=True)
+
+    own = measure_module(bare, SETTINGS)
+    assert {"stream_sd", "grad_ratio", "omega_abs", "token_corr"} <= set(own["metric"])
+    assert not {"branch_var", "delta", "branch_in_sd"} & set(own["metric"])
+
+
+def test_a_bad_block_name_is_one_line_naming_the_key():
+    with pytest.raises(ConfigError, match=r"block='my_blocks' is not 'module:function'"):
+        dataclasses.replace(SETTINGS, block="my_blocks").check()
+
+
+def test_the_readme_example_runs_as_written():
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Your own block", 1)[1].split("\n## ", 1)[0]
+    code = re.search(r"```python\n(.*?)```", section, re.S)[1]
+    assert len(code.strip().splitlines()) <= 25
+    namespace: dict = {}
+    exec(compile(code, "README.md", "exec"), namespace)  # noqa: S102
+    rows = namespace["rows"]
+    assert {"grad_ratio", "stream_sd"} <= set(rows["metric"]) and rows["value"].notna().all()
