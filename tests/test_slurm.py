@@ -326,6 +326,7 @@ def test_tiny_study_on_slurm(slurm_cluster, tiny_run, tmp_path):
                 "slurm_account": ACCOUNT}
     cmd = ["timeout", "-k", "60", "600", SNAKEMAKE, *targets,
            "--workflow-profile", "profiles/slurm", "--configfile", "config/tiny.yaml",
+           "--verbose",  # every job's block on the console (the calm console hides them)
            *FAST_STATUS,
            "--default-resources", *(f"{k}={v}" for k, v in defaults.items())]
     done, cancelled = threading.Event(), []
