@@ -34,7 +34,7 @@ $(VENV)/.depthlab: $(VENV)/.lock-$(TORCH) pyproject.toml
 	$(BIN)/pip install -q --no-deps -e .
 	touch $@
 
-.PHONY: setup run test lint lock print-python
+.PHONY: setup run test test-fast lint lock print-python
 setup: $(VENV)/.depthlab
 
 run: setup
@@ -42,6 +42,10 @@ run: setup
 
 test: setup
 	$(BIN)/pytest -q -n auto
+
+# the tests that start no Snakemake run (pytest marker `workflow`): the inner loop
+test-fast: setup
+	$(BIN)/pytest -q -n auto -m "not workflow"
 
 lint: setup
 	$(BIN)/snakemake --lint

@@ -197,3 +197,11 @@ def test_a_target_this_config_cannot_build_says_which_config_can():
                    "config/tiny_fixes.yaml")
     assert target.unavailable({"fixes": ["grad_ce"]}, shipped) == ""
     assert "no arm depth, grad_*" in target.unavailable({"fixes": ["width_64"]}, shipped)
+
+
+def test_a_corpus_path_that_names_no_file_is_one_line_before_any_job(tmp_path):
+    config = {**GOOD, "corpus_path": str(tmp_path / "nope.txt")}
+    with pytest.raises(ConfigError, match=r"^corpus_path: no file '.*nope.txt'"):
+        check_config(config, SCHEMA, STUDIES)
+    (tmp_path / "nope.txt").write_text("text")
+    assert check_config(config, SCHEMA, STUDIES)

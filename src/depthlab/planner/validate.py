@@ -189,11 +189,21 @@ def check_config(config: dict, schema_path: str | Path, studies=None) -> list[Jo
     reject_nonfinite(config)
     if studies is not None:
         check_studies(config, studies)
+    reject_missing_corpus(config)
     jobs = study_jobs(config)
     reject_unheld_probes(jobs)
     reject_unseen_cuda(config, jobs)
     reject_missing_blocks(jobs)
     return jobs
+
+
+def reject_missing_corpus(config: dict) -> None:
+    """ConfigError for a `corpus_path` that names no file (relative to the working directory,
+    which the workflow sets to where snakemake was started)."""
+    path = config.get("corpus_path")
+    if path and not Path(path).is_file():
+        raise ConfigError(f"corpus_path: no file {path!r} (relative to where snakemake was "
+                          "started)")
 
 
 def reject_missing_blocks(jobs: list[Job]) -> None:
