@@ -66,7 +66,9 @@ CLAIMS_HASH = code_hash((*BASE, "claims"))
 # (each as the run it gives: merged onto the defaults)
 # (none where the workflow is loaded by URL: its config/ cannot be listed)
 SHIPPED_CONFIGS = {
-    f"config/{path.name}": config_of(DEPTHLAB, f"config/{path.name}")
+    f"config/{path.name}": config_of(
+        DEPTHLAB, f"config/{path.name}", defaults=DEFAULT_CONFIG
+    )
     for path in (sorted(Path(DEPTHLAB, "config").glob("*.yaml")) if DEPTHLAB else [])
     if path.name != "claims.yaml"
 }

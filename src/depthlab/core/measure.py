@@ -11,6 +11,7 @@ import pandas as pd
 import torch
 
 from depthlab.core.model import Draw, StackParams, Trace, build, forward, per_seed_loss
+from depthlab.core.own_block import measure_module
 from depthlab.core.probes import Probe, backward, pass_rows, run_probes
 from depthlab.core.recompute import recomputed_backward
 from depthlab.core.records import check_finite, job_rows
@@ -95,8 +96,6 @@ def measure_cell(
     the cell and seed on NaN/inf."""
     check_device(s.device)
     if s.block:  # your own nn.Module as the block (depthlab.core.own_block)
-        from depthlab.core.own_block import measure_module
-
         return measure_module(s.block, s, cell)
     parts = []
     for seeds in plan.chunks(s.seed_list()):

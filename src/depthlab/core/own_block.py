@@ -50,6 +50,10 @@ from depthlab.vocabulary.settings import RunSettings
 
 BlockFactory = Callable[[RunSettings], nn.Module]
 
+# the hook points a block may mark, and the Trace field each fills (the branch inputs and the
+# FFN's hidden units as per-seed numbers: sd, active fraction)
+POINTS = {"attn": "attn", "mlp": "mlp", "mid": "mid", "attn_in": "attn_in_sd",
+          "mlp_in": "mlp_in_sd", "ffn_hidden": "ffn_active"}
 # nn.TransformerEncoderLayer(norm_first=True): x + sa(norm1(x)), then + ff(norm2(.))
 ENCODER_LAYER_POINTS = {
     "attn": "self_attn.output", "mlp": "linear2.output", "mid": "norm2.input",
@@ -179,15 +183,10 @@ def module_probes(factory: BlockFactory, s: RunSettings, seeds: list[int]
         raise ValueError("jacobian_dirs and update_lr are not measured on an own block")
     pairs = [one_seed(factory, s, seed) for seed in seeds]
     trace = _stacked([t for t, _ in pairs])
-    marked = {p for p in ENCODER_LAYER_POINTS if _has(trace, p)}
+    marked = {point for point, field in POINTS.items() if getattr(trace, field)}
     probes = [p for fn, need in NEEDS.items() if set(need) <= marked
               for p in fn(None, trace, s)]
     return probes, torch.cat([loss for _, loss in pairs])
-
-
-def _has(trace: Trace, point: str) -> bool:
-    field = {"attn_in": "attn_in_sd", "mlp_in": "mlp_in_sd", "ffn_hidden": "ffn_active"}
-    return bool(getattr(trace, field.get(point, point)))
 
 
 def measure_module(factory: BlockFactory | str, s: RunSettings, cell: str = "") -> pd.DataFrame:

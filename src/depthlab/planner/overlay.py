@@ -46,11 +46,12 @@ def typed(value):
     return value
 
 
-def config_of(root: str | Path, *files: str | Path) -> dict:
+def config_of(root: str | Path, *files: str | Path, defaults: dict | None = None) -> dict:
     """The config a run of `files` (paths relative to `root`, in order) gets: each merged onto
-    the defaults (`DEFAULTS` under `root`) with `overlay`."""
+    the defaults (`DEFAULTS` under `root`, or `defaults` where the caller has read them) with
+    `overlay`."""
     root = Path(root)
-    config = yaml.safe_load((root / DEFAULTS).read_text())
+    config = yaml.safe_load((root / DEFAULTS).read_text()) if defaults is None else defaults
     for f in files:
         config = overlay(config, yaml.safe_load((root / f).read_text()) or {})
     return config

@@ -209,20 +209,21 @@ def reject_missing_corpus(config: dict) -> None:
 def reject_missing_blocks(jobs: list[Job]) -> None:
     """ConfigError for an own block (setting `block`) whose module cannot be found on the
     Python path, the working directory first (found, not imported: no torch at parse time)."""
+    first = {}  # each block named, with the first arm that names it
     for job in jobs:
         for cell in job.cells:
-            path = cell.settings.block
-            if not path:
-                continue
-            module = path.partition(":")[0]
-            if sys.path[:1] != [os.getcwd()]:
-                sys.path.insert(0, os.getcwd())
-            try:
-                found = importlib.util.find_spec(module) is not None
-            except ModuleNotFoundError:
-                found = False
-            if not found:
-                raise ConfigError(
-                    f"studies.{job.study}.arms.{job.arm}: block={path!r}: no module {module!r} "
-                    "where snakemake was started or on the Python path"
-                )
+            if cell.settings.block:
+                first.setdefault(cell.settings.block, job)
+    if first and sys.path[:1] != [os.getcwd()]:
+        sys.path.insert(0, os.getcwd())
+    for path, job in first.items():
+        module = path.partition(":")[0]
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except ModuleNotFoundError:
+            found = False
+        if not found:
+            raise ConfigError(
+                f"studies.{job.study}.arms.{job.arm}: block={path!r}: no module {module!r} "
+                "where snakemake was started or on the Python path"
+            )
