@@ -135,6 +135,10 @@ BAD = [
     ("the_old_every_seed_statistic", ("statistic",), "all", ["statistic='all'"]),
     ("unknown_source", ("source",), "hearsay", ["source='hearsay'"]),
     ("empty_by_construction", ("by_construction",), "", ["by_construction=''"]),
+    ("domain_without_reason", ("domain",), {"depth": 96}, ["domain: missing key 'reason'"]),
+    ("domain_of_a_fraction", ("domain",), {"depth": 9.5, "reason": "r"},
+     ["domain.depth=9.5", "positive integer"]),
+    ("asymptote_of_a_later_entry", ("asymptote_of",), "later.one", ["asymptote_of='later.one'"]),
 ]
 
 
@@ -723,6 +727,27 @@ def test_a_row_outside_the_note_s_domain_is_not_comparable():
     assert result["verdict"] == "not comparable: depth 6, the estimator needs 24"
     notes["stack96"]["domain"]["seeds"] = 40
     assert "seeds 36, the estimator needs 40" in graded(notes=notes)["verdict"]
+
+
+def test_an_entry_s_own_domain_adds_to_its_note_s():
+    notes = {**NOTES, "stack96": {**NOTES["stack96"],
+                                  "domain": {"depth": 24, "seeds": 6, "reason": "r"}}}
+    deep = {"depth": 192, "reason": "an asymptote needs its octave"}
+    assert graded(notes=notes, domain=deep)["verdict"] == (
+        "not comparable: depth 96, the estimator needs 192")
+    assert graded(notes=notes, domain={"d_model": 8, "reason": "r"})["outcome"] == "supported"
+    assert graded(notes=NOTES, domain={"seeds": 40, "reason": "r"})["verdict"] == (
+        "not comparable: seeds 36, the estimator needs 40")
+
+
+@pytest.mark.workflow
+def test_the_fixes_papers_are_not_graded_on_the_tiny_fixes_grid(tiny_fixes_run):
+    """config/tiny_fixes.yaml (d = 8, 3 seeds) exercises the code: no paper's claim is graded
+    on it (issue 36 item 9)."""
+    table = pd.read_parquet(tiny_fixes_run / "results/claims.parquet")
+    fixes = table[table["note"] == "fixes"]
+    assert (fixes["outcome"] == "not comparable").sum() >= 5
+    assert not table["outcome"].isin([*GRADED, UNINFORMATIVE]).any()
 
 
 def test_the_confirmatory_config_is_the_default_on_fresh_seeds():

@@ -55,6 +55,9 @@ rule fig_contact_sheet:
 
 # the ledger of the named run `confirm` (config/confirm.yaml), relative to this run's folder
 CONFIRM_LEDGER = f"runs/confirm/{paths.LEDGER['parquet']}"
+# the documented named runs whose ledgers docs/RESULTS.md merges with this run's, one verdict
+# per sentence (depthlab.claims.merge): config/fixes.yaml's papers, config/scale.yaml's depths
+DOCUMENTED_LEDGERS = [f"runs/{name}/{paths.LEDGER['parquet']}" for name in ("fixes", "scale")]
 
 
 # docs/RESULTS.md from this run's ledger, and (in place, between its markers) the README's
@@ -67,6 +70,8 @@ rule docs_results:
         rules=f"{DEPTHLAB}/docs/claims_rules.md",
         # the confirmatory run's ledger (config/confirm.yaml), set beside it where it was run
         confirm=lambda w: [CONFIRM_LEDGER] if os.path.exists(CONFIRM_LEDGER) else [],
+        # the documented named runs' ledgers, merged in where they were run
+        runs=lambda w: [p for p in DOCUMENTED_LEDGERS if os.path.exists(p)],
     output:
         results=f"{DEPTHLAB}/docs/RESULTS.md",
     log:

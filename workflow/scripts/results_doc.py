@@ -5,16 +5,27 @@ from pathlib import Path
 
 import pandas as pd
 
-from depthlab.claims.publish import results_doc, summary_line
+from depthlab.claims.merge import merge_runs
+from depthlab.claims.publish import DEFAULT_RUN, results_doc, summary_line
 from depthlab.core.io import read_meta, write_text
 from depthlab.core.logs import to_file
 
+
+def of_commit(path: str) -> str:
+    meta = read_meta(path)
+    return (f"commit {meta.get('git_commit', '')[:12] or 'none'}, config hash "
+            f"{meta.get('config_hash', '')}")
+
+
 to_file(snakemake.log[0])
-table = pd.read_parquet(snakemake.input.ledger)
-meta = read_meta(snakemake.input.ledger)
-source = (f"`results/claims.parquet` of commit {meta.get('git_commit', '')[:12] or 'none'} "
-          f"(`snakemake --configfile {' '.join(snakemake.params.configs)}`, config hash "
-          f"{meta.get('config_hash', '')})")
+# the named documented runs' ledgers (runs/<name>/results/claims.parquet) where they were run
+others = {Path(p).parts[1]: p for p in snakemake.input.runs}
+table = merge_runs({DEFAULT_RUN: pd.read_parquet(snakemake.input.ledger),
+                    **{name: pd.read_parquet(p) for name, p in others.items()}})
+source = (f"`results/claims.parquet` ({of_commit(snakemake.input.ledger)}; `snakemake "
+          f"--configfile {' '.join(snakemake.params.configs)}`)" + "".join(
+              f", merged with `{p}` ({of_commit(p)}), the {name} run" for name, p in
+              others.items()))
 rules = Path(snakemake.input.rules).read_text()
 readings = pd.read_csv(snakemake.input.readings, keep_default_na=False)
 confirm = pd.read_parquet(snakemake.input.confirm[0]) if snakemake.input.confirm else None

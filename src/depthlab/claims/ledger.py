@@ -407,6 +407,7 @@ def _base_row(entry: dict, note: dict) -> dict:
         "by_construction": entry.get("by_construction", ""),
         "readings": "", "sensitivity": "", "experiments": "",
         "restates": entry.get("restates", ""), "role": entry.get("role", ""),
+        "asymptote_of": entry.get("asymptote_of", ""),
         "why_not": entry.get("not_comparable", ""), "notes": "",
         "fit": "", "rows": "",
     }
@@ -433,9 +434,10 @@ def comparable(note: dict, arms: set[str], settings: dict | None) -> str:
 
 
 def outside_domain(domain: dict, sample: Sample, arms: dict) -> str:
-    """'' if the sample lies in the note's domain (the least depth, seeds and d_model its
-    estimators need), else what falls short: an asymptotic rate read on eight blocks, a band
-    on three seeds, a Gaussian limit at width 8 are not the note's quantities."""
+    """'' if the sample lies in the domain (the least depth, seeds and d_model its note's
+    estimators need, or the entry's own where it needs more), else what falls short: an
+    asymptotic rate read on eight blocks, a band on three seeds, a Gaussian limit at width 8
+    are not the note's quantities."""
     short = []
     for key in [k for k in DOMAIN_KEYS if k in domain]:
         least = domain[key]
@@ -507,9 +509,10 @@ def evaluate_entry(entry: dict, fits: dict[str, pd.DataFrame], notes: dict,
         and statistic != "seed0" else 2
     if pool < needs:
         differ = "; ".join(filter(None, [differ, f"seeds {pool}, note {needs}"]))
-    domain = note.get("domain")
-    # the domain of the note's estimators, wherever they are measured (a study with a seed
-    # rule of its own in the claims file's `fits:`, the training study, is judged by that)
+    domain = {**note.get("domain", {}), **entry.get("domain", {})}
+    # the domain of the note's estimators, and where an entry's own estimator needs more, the
+    # entry's, wherever they are measured (a study with a seed rule of its own in the claims
+    # file's `fits:`, the training study, is judged by that)
     if domain and measure["fit"] not in (fit_rules or {}):
         differ = "; ".join(filter(None, [differ, outside_domain(
             domain, sample, (settings or {}).get(measure["fit"], {}))]))
@@ -708,6 +711,9 @@ def identify(rules: list[dict], evaluated: dict) -> tuple[dict, list[dict]]:
     return excluded, records
 
 
+WEAK_Q = "across the ledger's tests"  # a contradiction's note where q > 0.05
+
+
 def q_values(p: np.ndarray) -> np.ndarray:
     """Benjamini-Hochberg q-values of p-values (NaN stays NaN): the smallest false discovery
     rate at which each would be declared (Benjamini & Hochberg 1995)."""
@@ -724,17 +730,19 @@ def q_values(p: np.ndarray) -> np.ndarray:
 def multiplicity(table: pd.DataFrame) -> pd.DataFrame:
     """p_value (two-sided, from band_sigma as a normal deviate) and q_value (Benjamini-Hochberg
     across every graded or uninformative entry that is not a restatement); a contradiction
-    whose q exceeds 0.05 says so."""
+    whose q exceeds 0.05 says so (anew where the ledger had it: a merged ledger's)."""
     table = table.copy()
     own = (table["restates"] == "") & table["outcome"].isin(outcomes.MEASURED)
     sigma = table["band_sigma"].astype(float)
     table["p_value"] = np.where(own, 2 * stats.norm.sf(np.abs(sigma)), math.nan)
     table["q_value"] = q_values(table["p_value"].to_numpy())
     weak = own & (table["outcome"] == CONTRADICTED) & (table["q_value"] > 0.05)
+    notes = ["; ".join(part for part in str(n).split("; ") if not part.endswith(WEAK_Q))
+             for n in table["notes"]]
     for i in np.flatnonzero(weak.to_numpy()):
-        text = f"q = {table['q_value'].iat[i]:.2g} > 0.05 across the ledger's tests"
-        table.iat[i, table.columns.get_loc("notes")] = "; ".join(
-            filter(None, [table["notes"].iat[i], text]))
+        notes[i] = "; ".join(filter(None, [notes[i], f"q = {table['q_value'].iat[i]:.2g}"
+                                                     f" > 0.05 {WEAK_Q}"]))
+    table["notes"] = notes
     return table
 
 

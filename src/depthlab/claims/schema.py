@@ -32,6 +32,12 @@ One entry per numeric or directional sentence of the notes, in note order:
                                               # drawn on the log scale (default linear)
       not_comparable: "why"                   # optional: what this run cannot compare (e.g.
                                               # placements at one learning rate): measured, listed
+      domain: {depth: 96, reason: "why"}      # optional: the least depth, seeds, d_model this
+                                              # entry's estimator needs, over its note's domain
+      asymptote_of: other.id                  # optional: this entry is the at-scale estimator of
+                                              # that earlier entry's sentence: where both are
+                                              # graded (docs/RESULTS.md merges the runs), this one
+                                              # decides it, the other describes the finite depth
       restates: other.id                      # instead of measuring: the outcome of that entry
 
 A reading may carry `experiment: true`: a manipulation the note does not mention, listed beside
@@ -90,16 +96,17 @@ ROLES = ("assumption", "possibility", "hypothesis")  # measured, listed, never c
 SCALES = ("linear", "log")  # the scale a band of the note's statistic is drawn on
 ENTRY_KEYS = ("id", "note", "claim", "kind", "documented", "statistic", "measure", "tolerance",
               "readings", "reference", "restates", "why", "by_construction", "test", "source",
-              "seeds", "role", "scale", "not_comparable")
+              "seeds", "role", "scale", "not_comparable", "domain", "asymptote_of")
 ROW_EXTRA = ("along", "range")  # row-spec keys that are not fit columns
 ID = re.compile(r"^[A-Za-z0-9_.\-]+$")
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 RULE_KEYS = ("kind", "documented", "statistic", "measure", "tolerance", "readings", "restates",
-             "by_construction", "test", "source", "seeds", "role", "scale", "not_comparable")
+             "by_construction", "test", "source", "seeds", "role", "scale", "not_comparable",
+             "domain", "asymptote_of")
 NOTE_KEYS = ("title", "seeds", "source", "settings", "domain")
 DOMAIN_KEYS = ("depth", "seeds", "d_model")  # the least of each an estimator needs
 # the ledger's code: the fingerprint covers it, so a verdict rule cannot change unrecorded
-RULE_CODE = ("ledger.py", "outcomes.py", "bands.py", "expressions.py")
+RULE_CODE = ("ledger.py", "outcomes.py", "bands.py", "expressions.py", "merge.py")
 
 
 TOP_KEYS = ("changelog", "reasons", "shared", "notes", "identify", "fits", "claims")
@@ -317,6 +324,11 @@ def check_entry(entry, fits: tuple = FITS, earlier: set | None = None) -> None:
         raise ClaimsError(f"{name}: not_comparable={entry['not_comparable']!r} must say why")
     if "reference" in entry and not _number(entry["reference"]):
         raise ClaimsError(f"{name}: reference={entry['reference']!r} must be a number")
+    if "domain" in entry:
+        _check_domain(f"{name}: domain", entry["domain"])
+    if "asymptote_of" in entry and entry["asymptote_of"] not in (earlier or set()):
+        raise ClaimsError(f"{name}: asymptote_of={entry['asymptote_of']!r} is not an earlier "
+                          "entry")
 
 
 def fingerprint(entries: list[dict], notes: dict | None = None,
