@@ -15,8 +15,10 @@ import pytest
 import yaml
 from conftest import ROOT, copy_workflow, run_snakemake
 
+from depthlab.planner import generated
 from depthlab.studies import TARGETS
 from depthlab.vocabulary import placements
+from depthlab.vocabulary.keys import KEYS
 from depthlab.vocabulary.settings import CHOICES, RunSettings
 
 PACKAGE = ROOT / "src/depthlab"
@@ -152,6 +154,24 @@ def test_schema_settings_match_run_settings():
         assert f"| `{name}` |" in readme, name
 
 
+def test_the_generated_files_are_current(tmp_path):
+    """The config schema's run settings and config/README.md's table are written from the
+    vocabulary (depthlab.planner.generated): a hand edit of them, or a setting or placement
+    added without `python -m depthlab.planner.generated`, fails here."""
+    assert list(KEYS) == [f.name for f in dataclasses.fields(RunSettings)]
+    assert generated.stale() == []
+    readme = ROOT / "config/README.md"
+    (tmp_path / "config").mkdir()
+    (tmp_path / "workflow/schemas").mkdir(parents=True)
+    for path, _, _ in generated.SECTIONS:
+        (tmp_path / path).write_text((ROOT / path).read_text())
+    edited = readme.read_text().replace("| number of blocks L |", "| blocks |")
+    (tmp_path / "config/README.md").write_text(edited)
+    assert generated.stale(tmp_path) == ["config/README.md"]
+    with pytest.raises(ValueError, match="config/README.md: no section 'settings'"):
+        generated.with_section("no markers\n", "config/README.md", "settings", "x")
+
+
 def test_placements_are_defined_once():
     """The registry is the one list: labels, colours and order come from it, and every entry
     has a block function whose docstring cites its definition."""
@@ -162,7 +182,7 @@ def test_placements_are_defined_once():
     assert len(set(placements.MARKERS.values())) == len(placements.PLACEMENTS)
     assert {p.family for p in placements.PLACEMENTS.values()} == set(placements.FAMILIES)
     for p in placements.PLACEMENTS.values():
-        assert p.block.__doc__ and p.label
+        assert p.block.__doc__ and p.label and p.summary
     text = "".join(p.read_text() for p in (PACKAGE / "studies").rglob("*.py"))
     assert '"post", "pre"' not in text and '"pre", "post"' not in text  # no second order
 

@@ -21,6 +21,7 @@ from depthlab.studies import BY_NAME, TARGETS
 from depthlab.studies.fixes import tables
 from depthlab.studies.fixes.fit import CALIBRATED, FIX_LABELS, QUANTITIES, fit
 from depthlab.vocabulary.placements import ORDER, PLACEMENTS
+from depthlab.vocabulary.settings import ConfigError
 
 SCHEMA = ROOT / "workflow/schemas/config.schema.yaml"
 DEPTHS = (2, 4)
@@ -252,6 +253,15 @@ def test_configs_have_the_same_keys_and_every_placement():
     stack96 = yaml.safe_load((ROOT / "config/config.yaml").read_text())["studies"]["stack96"]
     for key, value in stack96["settings"].items():
         assert full["studies"]["fixes"]["settings"][key] == value, key
+
+
+def test_named_placement_sets_come_from_the_registry():
+    assert expand_axes({"placement": "all"})["placement"] == list(ORDER)
+    assert expand_axes({"placement": "weighted"})["placement"] == WEIGHTED
+    assert expand_axes({"placement": "own_init"})["placement"] == OWN_INIT
+    assert "normformer" in expand_axes({"placement": "common_init_weighted"})["placement"]
+    with pytest.raises(ConfigError, match=r"axes.placement='weighed' is not a list nor one of"):
+        expand_axes({"placement": "weighed"})
 
 
 def test_targets_are_named_and_read_configured_arms():

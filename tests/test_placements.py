@@ -35,7 +35,7 @@ def perturb(params, s: RunSettings) -> None:
     with torch.no_grad():
         for b in params.blocks:
             for name, t in b.items():
-                if name.startswith("ln") or name in gates:
+                if name.startswith("ln") or name in gates or name == "head_scale":
                     t.add_(0.3 * torch.randn(t.shape, generator=gen, dtype=t.dtype))
         for t in params.final.values():
             t.add_(0.3 * torch.randn(t.shape, generator=gen, dtype=t.dtype))
@@ -51,6 +51,7 @@ class Ref:
         self.ln = {name[:-2]: norm_module(p, name[:-2], seed)
                    for name in p if name.startswith("ln") and name.endswith("_w")}
         self.alpha = p["alpha"][seed] if "alpha" in p else None
+        self.head_scale = p["head_scale"][seed] if "head_scale" in p else None
 
     @staticmethod
     def _linear(w, b) -> nn.Linear:
@@ -73,11 +74,16 @@ class Ref:
         scores = q @ k.transpose(-1, -2) / math.sqrt(d // h)
         if s.causal:
             scores = scores.masked_fill(torch.ones(t, t).triu(1).bool(), -math.inf)
-        o = (scores.softmax(-1) @ v).transpose(1, 2).reshape(n, d)
-        return self.lin["o"](o)
+        o = scores.softmax(-1) @ v
+        if self.head_scale is not None:  # NormFormer: each head's output times its scale
+            o = o * self.head_scale.view(1, h, 1, 1)
+        return self.lin["o"](o.transpose(1, 2).reshape(n, d))
 
     def mlp(self, x):
-        return self.lin["2"](torch.relu(self.lin["1"](x)))
+        hidden = torch.relu(self.lin["1"](x))
+        if "lnf" in self.ln:  # NormFormer: an LN on the hidden activation
+            hidden = self.ln["lnf"](hidden)
+        return self.lin["2"](hidden)
 
 
 def norm_module(p: dict, name: str, seed: int):
@@ -123,6 +129,9 @@ def ref_block(name: str, x, r: Ref, layer: int, s: RunSettings, carry):
         carry, h = carry + f, r.ln["ln1"](c * x + f)
         f = r.mlp(h)
         return r.ln["ln2"](c * h + f), carry + f
+    if name == "normformer":  # Pre-LN with an LN on the attention output (head scales, FFN LN:
+        h = c * x + a * r.ln["ln3"](r.attn(r.ln["ln1"](x)))  # in Ref.attn, Ref.mlp)
+        return c * h + a * r.mlp(r.ln["ln2"](h)), carry
     if name in ("sandwich", "peri"):
         h = c * x + a * r.ln["ln3"](r.attn(r.ln["ln1"](x)))
         return c * h + a * r.ln["ln4"](r.mlp(r.ln["ln2"](h))), carry
@@ -197,14 +206,20 @@ def test_shapes_and_block_params(name):
     assert len(trace.carry) == (s.depth + 1 if p.carry else 0)
     assert all(t.shape == (2, n, s.d_model) for t in trace.stream + trace.carry + trace.mid)
     norms = {f"{ln}_{k}" for ln in p.norms for k in ("wb" if p.dyt_alpha0 is None else "wba")}
-    expect = {f"{k}{m}" for k in "wb" for m in "qkvo12"} | norms | set(p.gates)
+    own = {"head_scale"} if p.head_scales else set()
+    own |= {"lnf_w", "lnf_b"} if p.ffn_norm else set()
+    expect = {f"{k}{m}" for k in "wb" for m in "qkvo12"} | norms | set(p.gates) | own
     unbiased, _ = build(dataclasses.replace(s, bias=False), [0, 1])
     assert set(unbiased.blocks[0]) == expect - {f"b{m}" for m in "qkvo12"}
     for b in params.blocks:
         assert set(b) == expect
         assert all(b[g].shape == (2,) for g in p.gates)
         init = {"w": 1, "b": 0, "a": p.dyt_alpha0}
-        assert all(b[k].detach().eq(init[k[-1]]).all() for k in norms)
+        assert all(b[k].detach().eq(init[k[-1]]).all() for k in norms | own - {"head_scale"})
+        if p.head_scales:  # NormFormer's head scales: one per head and seed, 1 at init
+            assert b["head_scale"].shape == (2, s.heads) and b["head_scale"].eq(1).all()
+        if p.ffn_norm:
+            assert b["lnf_w"].shape == (2, s.ffn_mult * s.d_model)
     assert ("embed_ln_w" in params.final) == p.embed_norm
 
 

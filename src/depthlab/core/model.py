@@ -138,6 +138,10 @@ def _block_shapes(s: RunSettings, drawn: bool = False) -> dict[str, tuple[int, .
             shapes[f"{ln}_a"] = ()
     for gate in placement.gates:
         shapes[gate] = ()
+    if placement.head_scales:
+        shapes["head_scale"] = (s.heads,)
+    if placement.ffn_norm:
+        shapes["lnf_w"], shapes["lnf_b"] = (f,), (f,)
     return shapes
 
 
@@ -229,6 +233,11 @@ def _draw_block(s: RunSettings, w: dict[str, Tensor], g: torch.Generator,
             w[f"{ln}_a"].fill_(placement.dyt_alpha0)
     for gate in placement.gates:
         w[gate].zero_()
+    if placement.head_scales:
+        w["head_scale"].fill_(1.0)
+    if placement.ffn_norm:
+        w["lnf_w"].fill_(1.0)
+        w["lnf_b"].zero_()
 
 
 def _scratch(s: RunSettings, shapes: dict[str, tuple[int, ...]], kw: dict) -> dict[str, Tensor]:
@@ -356,6 +365,9 @@ def attention(x: Tensor, p: dict[str, Tensor], s: RunSettings) -> Tensor:
 
     q, k, v = (heads(linear(x, p[f"w{n}"], p.get(f"b{n}"))) for n in "qkv")
     o = F.scaled_dot_product_attention(q, k, v, is_causal=s.causal)
+    if "head_scale" in p:  # NormFormer's head scales: each head's output times its own
+        o = (o.view(S, s.batch, h, s.tokens, dh) * p["head_scale"].view(S, 1, h, 1, 1)).view(
+            S * s.batch, h, s.tokens, dh)
     o = o.transpose(1, 2).reshape(S, N, d)
     return linear(o, p["wo"], p.get("bo"))
 
@@ -366,9 +378,10 @@ def mlp_hidden(x: Tensor, p: dict[str, Tensor], s: RunSettings) -> Tensor:
     return act(linear(x, p["w1"], p.get("b1")))
 
 
-def mlp(x: Tensor, p: dict[str, Tensor], s: RunSettings) -> Tensor:
-    """The feed-forward branch W2 act(W1 x + b1) + b2."""
-    return linear(mlp_hidden(x, p, s), p["w2"], p.get("b2"))
+def ffn_normed(hidden: Tensor, p: dict[str, Tensor]) -> Tensor:
+    """The hidden activation through the FFN's own LayerNorm where the block has one
+    (NormFormer's `lnf`), else unchanged."""
+    return layer_norm(hidden, p["lnf_w"], p["lnf_b"]) if "lnf_w" in p else hidden
 
 
 def _join(x: Tensor, skip: float, branch: Tensor, scale: float) -> Tensor:
@@ -403,7 +416,7 @@ class BlockOps:
         self.trace.mlp_in_sd.append(x.detach().std(dim=(1, 2)))
         hidden = mlp_hidden(x, self.p, self.s)
         self.trace.ffn_active.append((hidden.detach() > 0).mean(dim=(1, 2), dtype=x.dtype))
-        m = linear(hidden, self.p["w2"], self.p.get("b2"))
+        m = linear(ffn_normed(hidden, self.p), self.p["w2"], self.p.get("b2"))
         self.trace.mlp.append(m)
         return m
 

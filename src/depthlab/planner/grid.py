@@ -12,7 +12,7 @@ import json
 
 from depthlab.planner.cost import pass_plan
 from depthlab.vocabulary.jobs import Cell, Job
-from depthlab.vocabulary.placements import ORDER
+from depthlab.vocabulary.placements import PLACEMENT_SETS, placement_set
 from depthlab.vocabulary.settings import ConfigError, RunSettings
 
 
@@ -43,15 +43,16 @@ def job_id(values: dict) -> str:
     return "_".join(f"{k}-{_fmt(v)}" for k, v in values.items())
 
 
-# `placement: all` in an arm's axes: every placement of the registry, in its order
-ALL_PLACEMENTS = "all"
-
-
 def expand_axes(axes: dict) -> dict:
-    """An arm's axes with `placement: all` replaced by the registry's placements (written once,
-    in depthlab.vocabulary.placements, instead of copied into every config)."""
-    if axes.get("placement") == ALL_PLACEMENTS:
-        return {**axes, "placement": list(ORDER)}
+    """An arm's axes with a named set of placements (`placement: all`, `weighted`, ...:
+    depthlab.vocabulary.placements.PLACEMENT_SETS) replaced by its placements (written once, in
+    the registry, instead of copied into every config)."""
+    named = axes.get("placement")
+    if isinstance(named, str):
+        if named not in PLACEMENT_SETS:
+            raise ConfigError(f"axes.placement={named!r} is not a list nor one of "
+                              f"{list(PLACEMENT_SETS)}")
+        return {**axes, "placement": placement_set(named)}
     return axes
 
 

@@ -191,6 +191,18 @@ def dyt(x, op):
     return pre_ln(x, op)
 
 
+def normformer(x, op):
+    """NormFormer (Shleifer, Weston & Ott 2021, "NormFormer: Improved Transformer Pretraining
+    with Extra Normalization", arXiv 2110.09456, sec. 2), as fairseq's transformer layer with
+    scale_attn, scale_heads and scale_fc (scale_resids off, its default): Pre-LN plus an LN on
+    the attention output before it joins the stream (ln3), a learnable scale per attention head
+    on its output before the output projection (1 at init: the registry entry's `head_scales`)
+    and an LN on the FFN's hidden activation before W2 (`ffn_norm`):
+    h = x + LN3(Attn(LN1(x))); x' = h + W2 LN_f(act(W1 LN2(h) + b1)) + b2; a final LN."""
+    h = op.between(op.add(x, op.norm("ln3", op.attn(op.norm("ln1", x))), "attn"))
+    return op.add(h, op.mlp(op.norm("ln2", h)), "mlp")
+
+
 @dataclass(frozen=True)
 class Placement:
     """One placement and what the rest of the pipeline needs to know about it."""
@@ -223,6 +235,10 @@ class Placement:
     embed_norm: bool = False  # a LayerNorm (gain 1, bias 0) on the input before block 1
     dyt_alpha0: float | None = None  # every norm, the final one too, is DyT with this alpha at
     #                  init (parameter <norm>_a, one scalar per seed) instead of a LayerNorm
+    head_scales: bool = False  # a learnable scale per attention head on its output before
+    #                  the output projection (parameter head_scale, 1 at init)
+    ffn_norm: bool = False  # a LayerNorm (lnf, gain 1, bias 0) on the FFN's hidden activation
+    summary: str = ""  # its definition in a line (config/README.md's placement row)
 
     @property
     def own_init(self) -> bool:
@@ -233,10 +249,10 @@ class Placement:
 
 # seaborn's "colorblind" palette (Okabe-Ito based), as hex so that this module needs no seaborn;
 # a placement takes one colour each, the rest are free for variants (e.g. calibrated Pre-LN);
-# six darker hues and a magenta for the variants beyond its ten
+# six darker hues, a magenta and Tol's olive for the variants beyond its ten
 PALETTE = ("#0173b2", "#de8f05", "#029e73", "#d55e00", "#cc78bc", "#ca9161", "#fbafe4",
            "#949494", "#ece133", "#56b4e9", "#7f2704", "#023858", "#00441b", "#54278f",
-           "#252525", "#b2182b", "#e7298a")
+           "#252525", "#b2182b", "#e7298a", "#999933")
 # the families of faceted figures: where the LayerNorm sits relative to the skip path
 POST = "LN after the residual join"
 PRE = "LN inside the branch"
@@ -265,61 +281,99 @@ def _t_fixup_gains(n: int) -> dict[str, float]:
 
 PLACEMENTS: dict[str, Placement] = {p.name: p for p in (
     Placement("post", "Post-LN", PALETTE[0], "o", POST, post_ln, residual=True,
-              branch_scales=False, telescopes=False, final_norm=False),
+              branch_scales=False, telescopes=False, final_norm=False,
+              summary="x=LN(x+f(x))"),
     Placement("pre", "Pre-LN", PALETTE[1], "s", PRE, pre_ln, residual=True, branch_scales=True,
-              telescopes=True, final_norm=True),
+              telescopes=True, final_norm=True,
+              summary="x=x+f(LN(x))"),
     Placement("none", "no residual", PALETTE[2], "v", OTHER, no_residual, residual=False,
-              branch_scales=False, telescopes=False, final_norm=False),
+              branch_scales=False, telescopes=False, final_norm=False,
+              summary="x=LN(f(x)), no residual"),
     # Post-LN's flags: the skip path is scaled by its alpha, the branches join unscaled, an LN
     # follows each join (no telescoping), no final LN (torchscale builds none under deepnorm)
     Placement("deepnorm", "DeepNorm", PALETTE[3], "^", POST, deepnorm, residual=True,
               branch_scales=False, telescopes=False, final_norm=False,
-              skip=_deepnorm_skip, init_gains=_deepnorm_gains),
+              skip=_deepnorm_skip, init_gains=_deepnorm_gains,
+              summary="x=LN(αx+f(x)) with DeepNet's α and β init"),
     # the stream x_a is Post-LN's (branches unscaled, an LN after each join); the final LN
     # normalises the carried sum x_d before it joins x_a
     Placement("resi_dual", "ResiDual", PALETTE[4], "D", POST, resi_dual, residual=True,
-              branch_scales=False, telescopes=False, final_norm=True, carry=True),
+              branch_scales=False, telescopes=False, final_norm=True, carry=True,
+              summary="a Post-LN stream plus an un-normalised one, joined at the output"),
     # Pre-LN's flags: the (normalised) branch outputs are added to an unnormalised stream
     Placement("sandwich", "Sandwich-LN", PALETTE[5], "P", PRE, sandwich_ln, residual=True,
               branch_scales=True, telescopes=True, final_norm=True,
-              norms=("ln1", "ln2", "ln3", "ln4")),
+              norms=("ln1", "ln2", "ln3", "ln4"),
+              summary="x=x+LN(f(LN(x)))"),
     Placement("peri", "Peri-LN", PALETTE[6], "X", PRE, peri_ln, residual=True, branch_scales=True,
               telescopes=True, final_norm=True, norms=("ln1", "ln2", "ln3", "ln4"),
-              embed_norm=True),
+              embed_norm=True,
+              summary="x=x+LN(f(LN(x))) with an LN on the input"),
     # x_l = c^2 x_{l-1} + alpha-gated branches (telescopes); alpha is its branch scale, so
     # residual_scale does not apply; no LN anywhere
     Placement("rezero", "ReZero", PALETTE[7], "*", OTHER, rezero, residual=True,
               branch_scales=False, telescopes=True, final_norm=False, norms=(),
-              gates=("alpha",)),
+              gates=("alpha",),
+              summary="x=x+α_l f(x), α_l=0 at init, no LN"),
     # Pre-LN's flags (the 1/sqrt(l) sits inside the branch, before Attn / FFN)
     Placement("lns", "LN-Scaling", PALETTE[8], "<", PRE, lns, residual=True, branch_scales=True,
-              telescopes=True, final_norm=True),
+              telescopes=True, final_norm=True,
+              summary="Pre-LN with the LN outputs of block l scaled by 1/√l"),
     # DeepNorm's block with torchscale's init (Post-LN's flags)
     Placement("deepnorm_torchscale", "DeepNorm (torchscale init)", PALETTE[16], (6, 1, 0), POST,
               deepnorm_torchscale, residual=True, branch_scales=False, telescopes=False,
-              final_norm=False, skip=_deepnorm_skip, init_divisors=_torchscale_divisors),
+              final_norm=False, skip=_deepnorm_skip, init_divisors=_torchscale_divisors,
+              summary="DeepNorm with torchscale's init: the default draw, then v, o, W1, W2 "
+                      "divided by (8N)^¼"),
     # DeepNorm's two changes apart (Post-LN's flags): its skip weight, its init
     Placement("deepnorm_alpha", "DeepNorm α only", PALETTE[10], "p", POST, deepnorm_alpha,
               residual=True, branch_scales=False, telescopes=False, final_norm=False,
-              skip=_deepnorm_skip),
+              skip=_deepnorm_skip,
+              summary="DeepNorm's α alone (init from `init`)"),
     Placement("deepnorm_beta", "DeepNorm β only", PALETTE[11], "h", POST, deepnorm_beta,
               residual=True, branch_scales=False, telescopes=False, final_norm=False,
-              init_gains=_deepnorm_gains),
+              init_gains=_deepnorm_gains,
+              summary="Post-LN with DeepNorm's β init alone"),
     # Pre-LN's flags (the 1/sqrt(L) multiplies the branch output, as residual_scale does)
     Placement("depth_mup", "depth-μP", PALETTE[12], "d", PRE, depth_mup, residual=True,
-              branch_scales=True, telescopes=True, final_norm=True),
+              branch_scales=True, telescopes=True, final_norm=True,
+              summary="Pre-LN with each branch times 1/√L"),
     # Post-LN blocks below, Pre-LN above: the stream does not telescope through the Post-LN part
     Placement("mix_ln", "Mix-LN", PALETTE[13], "8", PRE, mix_ln, residual=True,
-              branch_scales=False, telescopes=False, final_norm=True),
+              branch_scales=False, telescopes=False, final_norm=True,
+              summary="Post-LN for the first ⌊L/4⌋ blocks, Pre-LN after"),
     # Pre-LN's flags, DyT for each LayerNorm
     Placement("dyt", "DyT", PALETTE[15], (4, 1, 0), PRE, dyt, residual=True, branch_scales=True,
-              telescopes=True, final_norm=True, dyt_alpha0=0.5),
+              telescopes=True, final_norm=True, dyt_alpha0=0.5,
+              summary="Pre-LN with every LN replaced by DyT, γ·tanh(αx)+β, α=0.5 at init"),
     # ReZero's flags without gates: x_l = x_{l-1} + both branches, no LN anywhere
+    # Pre-LN's flags, with an LN on the attention output, head scales and an LN in the FFN
+    Placement("normformer", "NormFormer", PALETTE[9], ">", PRE, normformer, residual=True,
+              branch_scales=True, telescopes=True, final_norm=True,
+              norms=("ln1", "ln2", "ln3"), head_scales=True, ffn_norm=True,
+              summary="x=x+LN(Attn_γ(LN(x))), heads scaled by γ_h (1 at init), an LN on the "
+                      "FFN's hidden activation"),
     Placement("t_fixup", "T-Fixup", PALETTE[14], "H", OTHER, t_fixup, residual=True,
               branch_scales=False, telescopes=True, final_norm=False, norms=(),
-              init_gains=_t_fixup_gains),
+              init_gains=_t_fixup_gains,
+              summary="x=x+f(x), no LN, T-Fixup's scaled xavier init"),
 )}
 ORDER = tuple(PLACEMENTS)  # the plotting and table order
+# named sets of placements a config's `placement:` axis may give instead of a list: drawn from
+# the registry, so that a new placement joins every set it belongs to without a config edit
+PLACEMENT_SETS: dict[str, Callable[[Placement], bool]] = {
+    "all": lambda p: True,
+    "weighted": lambda p: not p.gates,  # weight gradients nonzero at init (grad_of: weights)
+    "common_init": lambda p: not p.own_init,  # takes the init setting
+    "common_init_weighted": lambda p: not (p.own_init or p.gates),
+    "own_init": lambda p: p.own_init,  # draws its paper's or official code's init
+}
+
+
+def placement_set(name: str) -> list[str]:
+    """The placements of the named set (PLACEMENT_SETS), in registry order."""
+    keep = PLACEMENT_SETS[name]
+    return [n for n, p in PLACEMENTS.items() if keep(p)]
 LABELS = {name: p.label for name, p in PLACEMENTS.items()}
 COLORS = {name: p.color for name, p in PLACEMENTS.items()}
 MARKERS = {name: p.marker for name, p in PLACEMENTS.items()}

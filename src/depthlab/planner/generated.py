@@ -1,0 +1,142 @@
+"""The files written from the vocabulary, not by hand: the config schema's run settings (their
+names, types, bounds, choices and summaries) and config/README.md's table of them (defaults,
+allowed values, meanings, every placement with its definition). Each is a marked section of
+its file; `python -m depthlab.planner.generated` rewrites the sections, and
+tests/test_architecture.py fails where one is stale. Sources: RunSettings and CHOICES
+(vocabulary.settings), KEYS (vocabulary.keys), PLACEMENTS and PLACEMENT_SETS
+(vocabulary.placements)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from depthlab.vocabulary.keys import KEYS
+from depthlab.vocabulary.placements import PLACEMENT_SETS, PLACEMENTS
+from depthlab.vocabulary.settings import CHOICES, RunSettings
+
+ROOT = Path(__file__).resolve().parents[3]  # the repository of a checkout
+SCHEMA_TYPES = {"int": "integer", "float": "number", "bool": "boolean", "str": "string"}
+
+
+def _fields() -> list[dataclasses.Field]:
+    return list(dataclasses.fields(RunSettings))
+
+
+def schema_setting_names() -> str:
+    """The schema's enum of setting names (an axis or `fixed:` names one)."""
+    return "enum: " + json.dumps([f.name for f in _fields()])
+
+
+def schema_settings() -> str:
+    """The schema's properties of `settings`: one flow mapping per RunSettings field."""
+    lines = []
+    for f in _fields():
+        key = KEYS[f.name]
+        prop: dict = ({"enum": list(CHOICES[f.name])} if f.name in CHOICES
+                      else {"type": SCHEMA_TYPES[f.type]})
+        if key.least is not None:
+            prop["minimum"] = key.least
+        if key.above is not None:
+            prop["exclusiveMinimum"] = key.above
+        prop["description"] = key.summary or key.meaning.replace("`", "")
+        lines.append(f"{f.name}: {json.dumps(prop, ensure_ascii=False)}")
+    return "\n".join(lines)
+
+
+def schema_placement_sets() -> str:
+    """The names an arm's `placement` axis may give instead of a list."""
+    return "- " + json.dumps({"enum": list(PLACEMENT_SETS)})
+
+
+def _default(value) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, str):
+        return f"`{value}`" if value else '`""`'
+    return str(value)
+
+
+def _values(f: dataclasses.Field) -> str:
+    key = KEYS[f.name]
+    if f.name in CHOICES:
+        return ", ".join(f"`{c}`" for c in CHOICES[f.name])
+    if key.values:
+        return key.values
+    if f.type == "bool":
+        return "bool"
+    if key.least is not None:
+        return f"≥{key.least}"
+    return f">{key.above}" if key.above is not None else "any"
+
+
+def _meaning(f: dataclasses.Field) -> str:
+    meaning = KEYS[f.name].meaning
+    if f.name == "placement":
+        meaning += ": " + "; ".join(f"`{p.name}` {p.summary}" for p in PLACEMENTS.values())
+    return meaning
+
+
+def readme_settings_table() -> str:
+    """config/README.md's table of run settings."""
+    rows = ["| key | default | values | meaning |", "| --- | --- | --- | --- |"]
+    rows += [f"| `{f.name}` | {_default(f.default)} | {_values(f)} | {_meaning(f)} |"
+             for f in _fields()]
+    return "\n".join(rows)
+
+
+# (file, section name, its text)
+SECTIONS: tuple[tuple[str, str, Callable[[], str]], ...] = (
+    ("workflow/schemas/config.schema.yaml", "placement sets", schema_placement_sets),
+    ("workflow/schemas/config.schema.yaml", "setting names", schema_setting_names),
+    ("workflow/schemas/config.schema.yaml", "settings", schema_settings),
+    ("config/README.md", "settings", readme_settings_table),
+)
+
+
+def _marker(path: str, name: str, end: bool = False) -> str:
+    text = (f"<<< generated: {name}" if end else
+            f">>> generated: {name} (python -m depthlab.planner.generated; do not edit)")
+    return f"<!-- {text} -->" if path.endswith(".md") else f"# {text}"
+
+
+def with_section(text: str, path: str, name: str, body: str) -> str:
+    """`text` (of file `path`) with its section `name` holding `body`, indented as its
+    markers."""
+    begin, end = _marker(path, name), _marker(path, name, end=True)
+    found = re.search(rf"^([ \t]*){re.escape(begin)}\n.*?^[ \t]*{re.escape(end)}$", text,
+                      re.S | re.M)
+    if found is None:
+        raise ValueError(f"{path}: no section '{name}' (markers {begin!r} ... {end!r})")
+    pad = found[1]
+    block = "".join(f"{pad}{line}\n" for line in [begin, *body.splitlines()]) + pad + end
+    return text[:found.start()] + block + text[found.end():]
+
+
+def regenerated(root: Path = ROOT) -> dict[str, str]:
+    """Each file with generated sections, as it should read."""
+    files: dict[str, str] = {}
+    for path, name, render in SECTIONS:
+        text = files.get(path) or (root / path).read_text()
+        files[path] = with_section(text, path, name, render())
+    return files
+
+
+def stale(root: Path = ROOT) -> list[str]:
+    """The files whose generated sections are not current."""
+    return [p for p, text in regenerated(root).items() if (root / p).read_text() != text]
+
+
+def main(root: Path = ROOT) -> None:
+    """Rewrite every generated section; print the files that changed."""
+    for path in stale(root):
+        (root / path).write_text(regenerated(root)[path])
+        print(f"rewrote {path}")
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT)
