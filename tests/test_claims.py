@@ -15,7 +15,7 @@ import yaml
 from conftest import DELETE, ROOT, edited, run_snakemake, tiny_targets
 
 from depthlab.claims.bands import simultaneous_interval
-from depthlab.claims.ledger import ClaimError, joint_miss_p, ledger, q_values
+from depthlab.claims.ledger import joint_miss_p, ledger, q_values
 from depthlab.claims.outcomes import GRADED, OUTCOMES, UNINFORMATIVE
 from depthlab.claims.publish import (
     replication,
@@ -465,25 +465,25 @@ def test_rows_outside_the_grid_or_config_are_not_measured():
 
 
 def test_a_misconfigured_entry_raises_instead_of_grading():
-    with pytest.raises(ClaimError, match="selects 2 rows, not one; add a key .*depth"):
+    with pytest.raises(ClaimsError, match="selects 2 rows, not one; add a key .*depth"):
         graded(measure={"fit": "stack96", "rows": {"r": {"quantity": "grad_ratio"}}})
-    with pytest.raises(ClaimError, match="no column 'arm'"):
+    with pytest.raises(ClaimsError, match="no column 'arm'"):
         graded(measure={"fit": "stack96", "rows": {"r": {"quantity": "grad_ratio",
                                                          "arm": "grad"}}})
     # a quantitative entry whose value gives two members is a design error, not a finding
     two = {"fit": "stack96", "rows": {"a": {"quantity": "grad_ratio", "depth": 96},
                                       "b": {"quantity": "grad_ratio", "depth": 6}},
            "value": "stack(a, b)"}
-    with pytest.raises(ClaimError, match="gives 2 values"):
+    with pytest.raises(ClaimsError, match="gives 2 values"):
         graded(fits(row(values=POOL), row(values=POOL, depth=6)), measure=two)
     # an expression that reduces over the seeds (`late` already averages a quarter of the
     # layers; `avg` of it averages the seeds) is an error of the entry, not a value
     series = {"fit": "stack96", "rows": {"a": {"quantity": "grad_ratio", "along": "depth"}},
               "value": "avg(late(a))"}
-    with pytest.raises(ClaimError, match=r"shape \(\), not one per seed \(36\)"):
+    with pytest.raises(ClaimsError, match=r"shape \(\), not one per seed \(36\)"):
         graded(fits(row(values=POOL), row(values=POOL, depth=6)), measure=series)
     # the note's own arithmetic that does not hold is an error of the entry
-    with pytest.raises(ClaimError, match="arithmetic gives 9.79796"):
+    with pytest.raises(ClaimsError, match="arithmetic gives 9.79796"):
         graded(kind="arithmetic", documented=9.7, measure={"value": "sqrt(96)"},
                tolerance={"half_unit": 0.005, "reason": "r"})
 
@@ -655,7 +655,7 @@ def test_a_conditional_theorem_is_graded_under_its_premise():
     assert result["verdict"].endswith("(contradicted)")
     missing = copy.deepcopy(entry)
     missing["readings"][0]["rows"] = {"r": {"arm": "nosuch"}}
-    with pytest.raises(ClaimError):  # a typo in a reading's rows is an error, not a grade
+    with pytest.raises(ClaimsError):  # a typo in a reading's rows is an error, not a grade
         ledger({"claims": [{**missing, "readings": [{**missing["readings"][0],
                                                       "rows": {"r": {"nosuch": 1}}}]}],
                 "notes": NOTES}, fit)

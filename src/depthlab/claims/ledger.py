@@ -55,13 +55,7 @@ from depthlab.claims.outcomes import (
     SUPPORTED,
     UNINFORMATIVE,
 )
-from depthlab.claims.schema import DOMAIN_KEYS, ROW_EXTRA, direction
-
-
-class ClaimError(ValueError):
-    """An entry that selects no column, several rows for one, misaligned seeds or values the
-    rules cannot grade (a design error of the claims file, not a finding)."""
-
+from depthlab.claims.schema import DOMAIN_KEYS, ROW_EXTRA, ClaimsError, direction
 
 # ---------------------------------------------------------------- selecting rows
 
@@ -83,12 +77,12 @@ def _grid(values: pd.Series) -> str:
 def select(fit: pd.DataFrame, spec: dict, name: str) -> pd.DataFrame:
     """The rows of `fit` a row spec selects: exactly one, or for `along: column` every grid point
     of that column (within `range: [lo, hi]`), sorted by it. NotInGrid when the grid lacks them;
-    ClaimError for a key that is no column, or several rows for a single selection."""
+    ClaimsError for a key that is no column, or several rows for a single selection."""
     where = {k: v for k, v in spec.items() if k not in ROW_EXTRA}
     along = spec.get("along")
     for key in [*where, *([along] if along else [])]:
         if key not in fit.columns:
-            raise ClaimError(f"{name}: no column {key!r} in the fit")
+            raise ClaimsError(f"{name}: no column {key!r} in the fit")
     rows = fit
     for key, value in where.items():
         picked = rows[_matches(rows[key], value)]
@@ -103,12 +97,12 @@ def select(fit: pd.DataFrame, spec: dict, name: str) -> pd.DataFrame:
                 raise NotInGrid(f"no {along} in [{lo}, {hi}]")
         rows = rows.sort_values(along)
         if rows[along].duplicated().any():
-            raise ClaimError(f"{name}: several rows per {along}; add a key")
+            raise ClaimsError(f"{name}: several rows per {along}; add a key")
         return rows
     if len(rows) > 1:
         differ = [c for c in rows.columns if c not in ("seeds", "seed_values")
                   and rows[c].astype(str).nunique() > 1][:4]
-        raise ClaimError(f"{name}: selects {len(rows)} rows, not one; add a key (they differ "
+        raise ClaimsError(f"{name}: selects {len(rows)} rows, not one; add a key (they differ "
                          f"in: {', '.join(differ)})")
     return rows
 
@@ -116,10 +110,10 @@ def select(fit: pd.DataFrame, spec: dict, name: str) -> pd.DataFrame:
 def seed_arrays(rows: pd.DataFrame, name: str) -> tuple[list[int], np.ndarray]:
     """The seeds and the (S, K) per-seed values of the K selected rows."""
     if "seed_values" not in rows.columns or rows["seed_values"].isna().any():
-        raise ClaimError(f"{name}: the fit rows carry no per-seed values")
+        raise ClaimsError(f"{name}: the fit rows carry no per-seed values")
     seeds = [list(s) for s in rows["seeds"]]
     if any(s != seeds[0] for s in seeds):
-        raise ClaimError(f"{name}: the rows have different seeds")
+        raise ClaimsError(f"{name}: the rows have different seeds")
     return seeds[0], np.stack([np.asarray(v, dtype=float) for v in rows["seed_values"]], -1)
 
 
@@ -134,7 +128,7 @@ class Sample:
             selected = select(fit, spec, name)
             seeds, values = seed_arrays(selected, f"{name}.{row_name}")
             if self.seeds is not None and seeds != self.seeds:
-                raise ClaimError(f"{name}: rows {list(rows)} have different seeds")
+                raise ClaimsError(f"{name}: rows {list(rows)} have different seeds")
             self.seeds = seeds
             if "arm" in selected.columns:
                 self.arms |= set(selected["arm"].astype(str))
@@ -176,14 +170,14 @@ def statistic_of(sample: Sample, statistic: str):
         return getattr(sample, statistic)
     v = sample.per_seed()
     if not np.all(np.isfinite(v)):
-        raise ClaimError(f"{sample.name}: non-finite per-seed values {v}")
+        raise ClaimsError(f"{sample.name}: non-finite per-seed values {v}")
     if statistic == "median":
         return lambda idx: np.median(v[idx], axis=1)
     if statistic == "mean":
         return lambda idx: np.mean(v[idx], axis=1)
     if statistic == "seed0":
         return lambda idx: v[idx][:, 0]
-    raise ClaimError(f"{sample.name}: no statistic {statistic!r} over seeds")
+    raise ClaimsError(f"{sample.name}: no statistic {statistic!r} over seeds")
 
 
 def estimates(sample: Sample, statistic: str) -> list[tuple[float, float, float]]:
@@ -199,7 +193,7 @@ def estimates(sample: Sample, statistic: str) -> list[tuple[float, float, float]
                 zip(point, np.atleast_1d(lo), np.atleast_1d(hi), strict=True)]
     v = sample.per_seed()
     if v.ndim == 0 or v.shape[0] != n:
-        raise ClaimError(f"{sample.name}: the value has shape {v.shape}, not one per seed "
+        raise ClaimsError(f"{sample.name}: the value has shape {v.shape}, not one per seed "
                          f"({n}): does the expression reduce over the seeds?")
     v = v[:, None] if v.ndim == 1 else v
     return [bands.estimate(v[:, i], statistic) for i in range(v.shape[1])]
@@ -251,7 +245,7 @@ def _curve(entry: dict, sample: Sample, doc) -> dict:
 def _one(entry: dict, parts: list) -> tuple[float, float, float]:
     """The one (point, lo, hi) of an entry that gives one value."""
     if len(parts) != 1:
-        raise ClaimError(f"{entry['id']}: a {entry['kind']} entry gives {len(parts)} values")
+        raise ClaimsError(f"{entry['id']}: a {entry['kind']} entry gives {len(parts)} values")
     return parts[0]
 
 
@@ -482,7 +476,7 @@ def evaluate_entry(entry: dict, fits: dict[str, pd.DataFrame], notes: dict,
         value = float(evaluate(measure["value"], {}, entry["id"]))
         ok = abs(value - entry["documented"]) <= entry["tolerance"]["half_unit"]
         if not ok:
-            raise ClaimError(f"{entry['id']}: the note's arithmetic gives {value:.6g}, not "
+            raise ClaimsError(f"{entry['id']}: the note's arithmetic gives {value:.6g}, not "
                              f"{entry['documented']} (a design error of the entry)")
         row.update(measured=value, measured_lo=value, measured_hi=value, shown=fmt(value, 4),
                    outcome=BY_CONSTRUCTION, verdict=BY_CONSTRUCTION,

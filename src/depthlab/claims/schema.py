@@ -113,7 +113,10 @@ TOP_KEYS = ("changelog", "reasons", "shared", "notes", "identify", "fits", "clai
 
 
 class ClaimsError(ConfigError):
-    """A bad claims file: one line naming the file, the entry id, the key and the value."""
+    """A bad claims file: one line naming the file, the entry id, the key and the value. Raised
+    by the schema check before any job, or by the ledger where an entry selects no column,
+    several rows for one, misaligned seeds or values the rules cannot grade (a design error of
+    the claims file, not a finding)."""
 
 
 def _number(value) -> bool:

@@ -122,7 +122,7 @@ def optimizer(model: CharModel, ts: TrainSettings) -> torch.optim.AdamW:
 
 
 @torch.no_grad()
-def head_input(model: CharModel, ids: Tensor, s: RunSettings) -> Tensor:
+def head_input_of_windows(model: CharModel, ids: Tensor, s: RunSettings) -> Tensor:
     """What the loss head reads (S, N, d) for windows ids (S, B, T+1)."""
     return model_loss(model, ids, s)[1].head_input
 
@@ -170,7 +170,7 @@ class TrainResult:
     model: CharModel
 
 
-def _check_finite(values: Tensor, seeds: list[int], what: str, first_step: int,
+def check_finite_losses(values: Tensor, seeds: list[int], what: str, first_step: int,
                   cell: str) -> None:
     """Raise NonFiniteError naming the cell, step and seed of the first NaN/inf in values
     (n_steps, S) recorded from step `first_step` on."""
@@ -217,7 +217,7 @@ def train_cell(s: RunSettings, ts: TrainSettings, ids: np.ndarray, cell: str = "
     progress = Progress(cell, list(np.diff(ts.probe_steps, prepend=-1)))
     for step in range(ts.steps + 1):
         if step in (0, 1):  # the model's output before and after the first update
-            outputs.append(head_input(model, probe_ids, s))
+            outputs.append(head_input_of_windows(model, probe_ids, s))
         if step in ts.probe_steps:
             probes, loss = probe_model(model, probe_ids, s)
             frame = pass_rows(probes, seeds, loss)
@@ -227,7 +227,7 @@ def train_cell(s: RunSettings, ts: TrainSettings, ids: np.ndarray, cell: str = "
             progress.step(f"checkpoint {step}")
         if step % ts.eval_every == 0 or step in ts.probe_steps:
             val = validation_loss(model, val_data, eval_starts, s)
-            _check_finite(val[None], seeds, "val_loss", step, cell)
+            check_finite_losses(val[None], seeds, "val_loss", step, cell)
             val_steps.append(step)
             val_losses.append(val)
             log.info("%s: step %d val_loss %s", cell, step, val.tolist())
@@ -245,9 +245,9 @@ def train_cell(s: RunSettings, ts: TrainSettings, ids: np.ndarray, cell: str = "
         train_losses.append(loss.detach())
         if (step + 1) % ts.eval_every == 0:  # fail early, without a device sync every step
             recent = torch.stack(train_losses[-ts.eval_every:])
-            _check_finite(recent, seeds, "train_loss", step + 1 - ts.eval_every, cell)
+            check_finite_losses(recent, seeds, "train_loss", step + 1 - ts.eval_every, cell)
     train = torch.stack(train_losses)
-    _check_finite(train, seeds, "train_loss", 0, cell)
+    check_finite_losses(train, seeds, "train_loss", 0, cell)
     ablation = ablation_rows(model, val_data, eval_starts, s, ts.steps)
     check_finite(ablation, f"{cell} ablation at step {ts.steps}")
     entropy = torch.full((1, n_seeds), unigram_entropy(ids))

@@ -3,10 +3,8 @@ file or a URL, and the sha256 its text must have. Light: the Snakefile reads it 
 
 from __future__ import annotations
 
-# the text of Tiny Shakespeare (data/README.md): its sha256, size of its vocabulary, origin
+# the text of Tiny Shakespeare (data/README.md; from karpathy/char-rnn's
+# data/tinyshakespeare/input.txt): its sha256 and the size of its vocabulary
 CORPUS_SHA256 = "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed"
 CORPUS_VOCAB = 65  # distinct characters
-CORPUS_URL = (
-    "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"
-)
 SHIPPED = "data/tinyshakespeare.txt.xz"  # relative to the repository (the workflow's folder)

@@ -223,7 +223,7 @@ def branch_ratio(fits: pd.DataFrame):
     ])
 
 
-def head_input(fits: pd.DataFrame):
+def head_input_sd(fits: pd.DataFrame):
     """sd of the head's input against depth, log-log, a panel per family."""
     return _families([Row(pick(fits, quantity="head_input_sd"), "depth", DEPTH,
                           "head input sd (input-sd units)")])

@@ -194,7 +194,7 @@ TARGETS = declare(
     Target(
         "fig_fixes_head_input",
         "fixes: sd of the head's input against depth, a curve per placement",
-        draw="figures:head_input", reads=DEPTH_ARMS,
+        draw="figures:head_input_sd", reads=DEPTH_ARMS,
         caption="sd of the tensor the loss head reads (after the final norm where the "
         "placement has one; ResiDual: x_a + LN(x_d); units of the input sd) against depth, "
         f"log-log. {BAND} {SETUP}",
