@@ -27,9 +27,10 @@ class Block(nn.Module):
     def __init__(self, placement: str, out_scale: float = 1.0):
         super().__init__()
         self.placement = placement
-        self.q, self.k, self.v, self.o = (nn.Linear(D, D) for _ in range(4))
-        self.ff1, self.ff2 = nn.Linear(D, 4 * D), nn.Linear(4 * D, D)
-        self.ln1, self.ln2 = nn.LayerNorm(D), nn.LayerNorm(D)
+        kw = {"dtype": torch.float64}  # drawn in float64, as depthlab draws (the same numbers)
+        self.q, self.k, self.v, self.o = (nn.Linear(D, D, **kw) for _ in range(4))
+        self.ff1, self.ff2 = nn.Linear(D, 4 * D, **kw), nn.Linear(4 * D, D, **kw)
+        self.ln1, self.ln2 = nn.LayerNorm(D, **kw), nn.LayerNorm(D, **kw)
         with torch.no_grad():
             self.o.weight.mul_(out_scale)
             self.ff2.weight.mul_(out_scale)
@@ -58,8 +59,8 @@ class Block(nn.Module):
 def grad_ratio(placement: str, depth: int, seed: int) -> float:
     """First over last block gradient norm (all block parameters) of one seed's model."""
     torch.manual_seed(seed)
-    blocks = nn.ModuleList(Block(placement) for _ in range(depth)).double()
-    final = nn.LayerNorm(D).double() if placement == "pre" else nn.Identity()
+    blocks = nn.ModuleList(Block(placement) for _ in range(depth))
+    final = nn.LayerNorm(D, dtype=torch.float64) if placement == "pre" else nn.Identity()
     x = torch.randn(1, TOKENS, D, dtype=torch.float64)
     target = torch.randn(1, TOKENS, D, dtype=torch.float64)
     h = x
@@ -74,7 +75,7 @@ def grad_ratio(placement: str, depth: int, seed: int) -> float:
 def stream_factor(depth: int, out_scale: float, seed: int) -> float:
     """sd of the Pre-LN stream after the last block over that after the first, one seed."""
     torch.manual_seed(seed)
-    blocks = nn.ModuleList(Block("pre", out_scale) for _ in range(depth)).double()
+    blocks = nn.ModuleList(Block("pre", out_scale) for _ in range(depth))
     h = torch.randn(1, TOKENS, D, dtype=torch.float64)
     sds = []
     for block in blocks:

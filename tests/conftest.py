@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -25,11 +26,27 @@ SHIPPED_CORPUS = ROOT / SHIPPED
 SMALL_CORPUS = ROOT / "tests" / "data" / "corpus_small.txt"
 
 
+# Snakemake imports every installed executor plugin when it starts; where Slurm is installed
+# (tests/test_slurm.py installs it in CI) the Slurm plugin asks `scontrol show config` for
+# MinJobAge, which waits about 9 s for a controller that is not running. The tests' runs (but
+# the one on a real Slurm cluster, tests/test_slurm.py) find this `scontrol` first: it answers
+# at once, as on a machine without Slurm.
+NO_CONTROLLER = Path(tempfile.mkdtemp(prefix="depthlab-no-slurmctld-"))
+(NO_CONTROLLER / "scontrol").write_text("#!/bin/sh\nexit 1\n")
+(NO_CONTROLLER / "scontrol").chmod(0o755)
+
+
+def snakemake_env() -> dict[str, str]:
+    """The environment of a test's Snakemake run: hash seed fixed, NO_CONTROLLER on the PATH."""
+    return {**os.environ, "PYTHONHASHSEED": "0",
+            "PATH": f"{NO_CONTROLLER}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+
 def run_snakemake(workdir: Path, *args: str, check: bool = True, timeout: int = 900):
     """Run snakemake on this repository's workflow in `workdir` (a copy of the repo)."""
     return subprocess.run(
         [SNAKEMAKE, *args], cwd=workdir, capture_output=True, text=True, check=check,
-        timeout=timeout, env={**os.environ, "PYTHONHASHSEED": "0"},
+        timeout=timeout, env=snakemake_env(),
     )
 
 

@@ -111,7 +111,9 @@ def test_rezero_is_the_identity_at_init(fits):
     where = {"arm": "depth", "fix": "rezero"}
     for quantity, value in (("stream_growth", 1.0), ("omega_last", 0.0),
                             ("branch_ratio_last_attn", 0.0), ("branch_ratio_last_mlp", 0.0)):
-        for _, row in rows(fits, quantity, **where).iterrows():
+        found = rows(fits, quantity, **where)
+        assert len(found) > 0, quantity
+        for _, row in found.iterrows():
             assert list(row["seed_values"]) == [value] * SMALL["seeds"], quantity
     assert rows(fits, "omega_abs", **where)["max"].max() == 0
     assert list(rows(fits, "stream_exponent", **where)["seed_values"].iloc[0]) == [0.0] * 3
@@ -218,10 +220,15 @@ def test_gradient_readings_table_has_every_placement_under_every_reading(fits):
 def test_every_fixes_figure_draws(fits):
     import matplotlib.pyplot as plt
 
+    drawn = 0
     for target in TARGETS:
         if target.study == "fixes" and target.kind == "figure":
             read = fits[fits["arm"].isin(target.arms(sorted(fits["arm"].unique())))]
-            plt.close(target.function()(read))
+            fig = target.function()(read)
+            assert any(ax.has_data() for ax in fig.axes), target.name
+            plt.close(fig)
+            drawn += 1
+    assert drawn > 0
 
 
 def test_configs_have_the_same_keys_and_every_placement():

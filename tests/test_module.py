@@ -1,7 +1,8 @@
 """depthlab used as a Snakemake module of another workflow (docs/MODULE.md): a host with its own
 config keys, its own default target and `prefix: "depthlab"`, which passes depthlab its config
 under a key of its own (config/tiny.yaml, an overlay merged onto depthlab's defaults), runs the
-tiny study from its own folder and gets the numbers of a plain run."""
+tiny study's ledger from its own folder and gets the numbers of a plain run; a host that loads
+the workflow by URL measures one figure's cells."""
 
 from __future__ import annotations
 
@@ -44,7 +45,17 @@ use rule * from depthlab as depthlab_*
 """
 
 
-def test_tiny_study_through_a_host_workflow(tmp_path, tiny_run):
+# what a plain run measured (and calibrated, and trained): the host takes these as they are,
+# so that its own rules (fits, tables, the ledger) run on the same numbers without measuring
+# again; the URL test below measures through a host
+MEASURED = ("results/runs", "results/calibration", "results/weights")
+
+
+def test_tiny_ledger_through_a_host_workflow(tmp_path, tiny_run):
+    """The module path: the host's config key reaches depthlab merged onto its defaults, the
+    host's default target stays its own, the results go under the prefix, and from the plain
+    run's measurements the host's fits and ledger equal the plain run's, with no graded row
+    for a tiny config (issue 36 item 9)."""
     (tmp_path / "depthlab").mkdir()
     module = copy_workflow(tmp_path / "depthlab")  # the module lives in its own folder
     host = tmp_path / "host"
@@ -61,17 +72,27 @@ def test_tiny_study_through_a_host_workflow(tmp_path, tiny_run):
     # plain `snakemake` builds the host's own default target, not depthlab's
     planned = run_snakemake(host, "-n").stdout
     assert re.search(r"^all\s+1$", planned, re.M) and "depthlab_" not in planned, planned
-    run_snakemake(host, "--cores", "2", "depthlab_all")
+    for stage in MEASURED:
+        if (tiny_run / stage).exists():
+            shutil.copytree(tiny_run / stage, host / "depthlab" / stage)
+    planned = run_snakemake(host, "-n", "depthlab_claims").stdout
+    stats = planned[planned.index("Job stats:"):]  # rule, count: what the host would run
+    assert re.search(r"^depthlab_fit\s+\d+$", stats, re.M), stats
+    assert not re.search(r"^depthlab_(measure|train|calibrate)\w*\s+\d+$", stats, re.M), stats
+    run_snakemake(host, "--cores", "2", "depthlab_claims")
     # the host's folder holds the results, under the prefix; the module's own folder is left alone
     assert not (module / "results").exists() and not (host / "results").exists()
-    for study in config["studies"]:
-        table = f"results/tables/{study}.parquet"
-        pd.testing.assert_frame_equal(pd.read_parquet(host / "depthlab" / table),
-                                      pd.read_parquet(tiny_run / table), check_exact=True)
+    fits = sorted(p.relative_to(tiny_run) for p in (tiny_run / "results/fits").rglob("*.parquet"))
+    assert fits and fits == sorted(p.relative_to(host / "depthlab") for p in
+                                   (host / "depthlab/results/fits").rglob("*.parquet"))
+    for fit in fits:
+        pd.testing.assert_frame_equal(pd.read_parquet(host / "depthlab" / fit),
+                                      pd.read_parquet(tiny_run / fit), check_exact=True)
     ledger = "results/claims.parquet"
     hosted = pd.read_parquet(host / "depthlab" / ledger)
     pd.testing.assert_frame_equal(hosted, pd.read_parquet(tiny_run / ledger), check_exact=True)
     # a user's tiny config, through the module path too, gets no graded row (issue 36)
+    assert len(hosted) > 0
     assert not hosted["outcome"].isin(["supported", "contradicted", "inconclusive"]).any()
 
 

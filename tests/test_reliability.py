@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 import yaml
-from conftest import ROOT, SNAKEMAKE, copy_workflow, run_snakemake, whole
+from conftest import ROOT, SNAKEMAKE, copy_workflow, run_snakemake, snakemake_env, whole
 
 from depthlab.core import io
 from depthlab.core.measure import measure_job
@@ -135,8 +135,7 @@ def test_kill_9_then_resume_equals_an_uninterrupted_run(tmp_path):
     with open(work / "killed.out", "w") as out:
         proc = subprocess.Popen(
             [SNAKEMAKE, "--cores", "1", *whole(name)], cwd=work, stdout=out,
-            stderr=subprocess.STDOUT, start_new_session=True,
-            env={**os.environ, "PYTHONHASHSEED": "0"},
+            stderr=subprocess.STDOUT, start_new_session=True, env=snakemake_env(),
         )
     try:
         # a measure job has finished its first seed and is still running

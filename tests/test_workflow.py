@@ -40,6 +40,7 @@ def test_shards_are_tidy_with_settings_columns(tiny_run):
 def test_grad_ratio_is_first_over_last(tiny_run):
     table = pd.read_parquet(tiny_run / "results/tables/stack96.parquet")
     cell = table[(table["arm"] == "grad") & (table["placement"] == "post") & (table["depth"] == 8)]
+    assert cell["seed"].nunique() >= 2
     for seed, sub in cell.groupby("seed"):
         grads = sub[sub["metric"] == "grad_norm"].set_index("layer")["value"]
         ratio = sub.loc[sub["metric"] == "grad_ratio", "value"].iloc[0]

@@ -1,0 +1,55 @@
+"""benchmarks/ at a toy size: the plain scripts the end-to-end comparison times do the same work
+as depthlab (the same numbers per seed), and the cost report runs on a config."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import subprocess
+import sys
+
+import pytest
+import torch
+from conftest import ROOT
+
+from benchmarks import plain
+from depthlab.core.measure import measure_cell
+from depthlab.planner.cost import pass_plan
+from depthlab.vocabulary.settings import RunSettings
+
+
+@pytest.mark.parametrize("placement", ["post", "pre", "none"])
+def test_the_plain_script_s_gradient_ratio_is_depthlab_s(placement):
+    """benchmarks/plain.py (nn.Linear and nn.LayerNorm per seed, torch.manual_seed(seed)) and
+    depthlab's seed-batched pass give each seed's first/last gradient ratio to round-off: the
+    end-to-end comparison times the same work (stack96's settings, L = 3, seeds 4 and 5)."""
+    s = RunSettings(placement=placement, depth=3, seeds=2, seed_offset=4,
+                    d_model=plain.D, heads=plain.HEADS, tokens=plain.TOKENS)
+    rows = measure_cell(s, pass_plan(s))
+    ours = rows[rows["metric"] == "grad_ratio"].set_index("seed")["value"]
+    assert sorted(ours.index) == [4, 5]
+    threads = torch.get_num_threads()
+    try:
+        for seed in (4, 5):
+            assert plain.grad_ratio(placement, 3, seed) == pytest.approx(ours[seed], rel=1e-10)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def test_the_plain_stream_factor_is_depthlab_s():
+    s = RunSettings(placement="pre", depth=3, seeds=1, d_model=plain.D, heads=plain.HEADS,
+                    tokens=plain.TOKENS, grad_of="none")
+    rows = measure_cell(dataclasses.replace(s, out_scale=3.0), pass_plan(s))
+    sd = rows[(rows["metric"] == "stream_sd") & (rows["sublayer"] == "block")].set_index("layer")
+    ours = sd.loc[3, "value"] / sd.loc[1, "value"]
+    assert plain.stream_factor(3, 3.0, 0) == pytest.approx(ours, rel=1e-10)
+
+
+def test_the_cost_report_runs_on_the_tiny_config():
+    out = subprocess.run([sys.executable, "-m", "benchmarks.study_cost", "config/tiny.yaml",
+                          "--nodes", "1", "2"], cwd=ROOT, capture_output=True, text=True,
+                         check=True).stdout
+    jobs = re.search(r"^(\d+) measure jobs, ([\d.]+) core-hours", out, re.M)
+    assert jobs and int(jobs[1]) > 0 and float(jobs[2]) > 0, out
+    minutes = [float(m) for m in re.findall(r"cores: ([\d.]+) min", out)]
+    assert len(minutes) == 2 and minutes[0] >= minutes[1] > 0, out  # more nodes, no slower
