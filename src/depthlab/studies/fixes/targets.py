@@ -46,11 +46,13 @@ DEFINITIONS = ("ω = mean |LN(x_k) − LN(x_{k−1})| per coordinate; its decay 
 TABLE_NOTE = f"{CELLS} {EXPONENTS} {DEFINITIONS}"
 
 
-def _table(depth: int) -> Target:
+def _table(name: str, draw: str, depth: int) -> Target:
+    """The probes table at one depth (its name and drawing function written out, so that a
+    search for either finds it)."""
     return Target(
-        f"table_fixes_probes_L{depth}",
+        name,
         f"fixes: every placement x probe at L = {depth} (median, seed range)",
-        draw=f"tables:probes_at_{depth}", reads=DEPTH_ARMS,
+        draw=draw, reads=DEPTH_ARMS,
         title=f"Every placement on every probe at L = {depth}, at initialisation",
         note=TABLE_NOTE,
         caption=f"Every placement (rows) on every probe of the notes (columns) at L = {depth}: "
@@ -65,8 +67,8 @@ def _table(depth: int) -> Target:
 
 TARGETS = declare(
     "fixes",
-    _table(96),
-    _table(192),
+    _table("table_fixes_probes_L96", "tables:probes_at_96", 96),
+    _table("table_fixes_probes_L192", "tables:probes_at_192", 192),
     Target(
         "table_fixes_width",
         "fixes: every placement x probe at L = 24 across widths d = 64..512",
