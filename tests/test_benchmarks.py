@@ -53,3 +53,21 @@ def test_the_cost_report_runs_on_the_tiny_config():
     assert jobs and int(jobs[1]) > 0 and float(jobs[2]) > 0, out
     minutes = [float(m) for m in re.findall(r"cores: ([\d.]+) min", out)]
     assert len(minutes) == 2 and minutes[0] >= minutes[1] > 0, out  # more nodes, no slower
+
+
+def test_gpu_check_judges_a_difference_against_its_metric_s_size():
+    """A difference of 1e-9 on a small value of a metric whose values reach 1e4 (a variance
+    increment computed from two variances near 1e4) is round-off; on a metric of size 1 it is
+    not (benchmarks/gpu_check.largest_difference)."""
+    import pandas as pd
+
+    from benchmarks.gpu_check import largest_difference
+
+    def frame(delta: float, other: float) -> pd.DataFrame:
+        return pd.DataFrame({"seed": 0, "layer": [1, 2, 1], "sublayer": "block",
+                             "metric": ["delta", "delta", "omega"],
+                             "value": [1e-3 + delta, 1e4, 0.5 + other]})
+
+    assert largest_difference(frame(0, 0), frame(1e-9, 0)) == pytest.approx(1e-13)
+    assert largest_difference(frame(0, 0), frame(0, 1e-9)) == pytest.approx(2e-9)
+    assert largest_difference(frame(0, 0), frame(0, 0)) == 0
