@@ -46,8 +46,9 @@ LONG_CURVE = 12  # a curve with more points than this shows its marker on every 
 
 
 class _DecadeLocator(LogLocator):
-    """Major ticks at the powers of ten (thinned to fit `numticks`); on an axis that holds fewer
-    than two of them, at 1 and 3 times them."""
+    """Major ticks at the powers of ten, thinned to what the axis's length fits (numticks
+    "auto": two label heights apart); on an axis that holds fewer than two of them, at 1 and 3
+    times them."""
 
     def tick_values(self, vmin, vmax):
         lo, hi = sorted((max(vmin, 1e-300), max(vmax, 1e-300)))
@@ -73,7 +74,7 @@ def log_scale(ax, *which: str) -> None:
             if 0 < lo < hi < lo * 10**MIN_DECADES:
                 middle = math.sqrt(lo * hi)
                 ax.set_ylim(middle / 10 ** (MIN_DECADES / 2), middle * 10 ** (MIN_DECADES / 2))
-        axis.set_major_locator(_DecadeLocator(numticks=8))
+        axis.set_major_locator(_DecadeLocator(numticks="auto"))  # as many as its length fits
         axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
         axis.set_minor_formatter(NullFormatter())
 
