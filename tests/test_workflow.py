@@ -104,7 +104,9 @@ def test_every_compute_job_logs_what_it_used(tiny_run):
         sampled = pd.read_csv(bench, sep="\t").iloc[0]
         cpu_s, peak_mb = float(used[1]), float(used[2])
         assert 0 < cpu_s <= sampled["s"] * 1.05 + 0.1, (log, cpu_s, sampled["s"])
-        assert peak_mb >= 0.99 * sampled["max_rss"], (log, peak_mb, sampled["max_rss"])
+        # the benchmark's max_rss sums the job's process tree: the script's Python process
+        # (its VmHWM, logged) and the shell that starts it (a few MB; 3.4 MB seen)
+        assert peak_mb >= sampled["max_rss"] - 8, (log, peak_mb, sampled["max_rss"])
 
 
 @pytest.mark.workflow
