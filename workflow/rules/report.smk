@@ -57,7 +57,9 @@ rule fig_contact_sheet:
 CONFIRM_LEDGER = f"runs/confirm/{paths.LEDGER['parquet']}"
 # the documented named runs whose ledgers docs/RESULTS.md merges with this run's, one verdict
 # per sentence (depthlab.claims.merge): config/fixes.yaml's papers, config/scale.yaml's depths
-DOCUMENTED_LEDGERS = [f"runs/{name}/{paths.LEDGER['parquet']}" for name in ("fixes", "scale")]
+DOCUMENTED_LEDGERS = [
+    f"runs/{name}/{paths.LEDGER['parquet']}" for name in ("fixes", "scale")
+]
 
 
 # docs/RESULTS.md from this run's ledger, and (in place, between its markers) the README's
