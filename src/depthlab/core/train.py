@@ -171,7 +171,7 @@ class TrainResult:
 
 
 def check_finite_losses(values: Tensor, seeds: list[int], what: str, first_step: int,
-                  cell: str) -> None:
+                        cell: str) -> None:
     """Raise NonFiniteError naming the cell, step and seed of the first NaN/inf in values
     (n_steps, S) recorded from step `first_step` on."""
     bad = (~torch.isfinite(values)).nonzero()

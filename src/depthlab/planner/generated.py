@@ -133,9 +133,10 @@ def stale(root: Path = ROOT) -> list[str]:
 
 def main(root: Path = ROOT) -> None:
     """Rewrite every generated section; print the files that changed."""
-    for path in stale(root):
-        (root / path).write_text(regenerated(root)[path])
-        print(f"rewrote {path}")
+    for path, text in regenerated(root).items():
+        if (root / path).read_text() != text:
+            (root / path).write_text(text)
+            print(f"rewrote {path}")
 
 
 if __name__ == "__main__":

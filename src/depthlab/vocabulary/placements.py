@@ -346,13 +346,13 @@ PLACEMENTS: dict[str, Placement] = {p.name: p for p in (
     Placement("dyt", "DyT", PALETTE[15], (4, 1, 0), PRE, dyt, residual=True, branch_scales=True,
               telescopes=True, final_norm=True, dyt_alpha0=0.5,
               summary="Pre-LN with every LN replaced by DyT, γ·tanh(αx)+β, α=0.5 at init"),
-    # ReZero's flags without gates: x_l = x_{l-1} + both branches, no LN anywhere
     # Pre-LN's flags, with an LN on the attention output, head scales and an LN in the FFN
     Placement("normformer", "NormFormer", PALETTE[9], ">", PRE, normformer, residual=True,
               branch_scales=True, telescopes=True, final_norm=True,
               norms=("ln1", "ln2", "ln3"), head_scales=True, ffn_norm=True,
               summary="x=x+LN(Attn_γ(LN(x))), heads scaled by γ_h (1 at init), an LN on the "
                       "FFN's hidden activation"),
+    # ReZero's flags without gates: x_l = x_{l-1} + both branches, no LN anywhere
     Placement("t_fixup", "T-Fixup", PALETTE[14], "H", OTHER, t_fixup, residual=True,
               branch_scales=False, telescopes=True, final_norm=False, norms=(),
               init_gains=_t_fixup_gains,
