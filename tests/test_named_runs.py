@@ -86,6 +86,20 @@ def test_a_named_run_works_in_its_own_folder(workdir):
     assert (workdir / "runs/t1/resources/tinyshakespeare.txt").stat().st_size > 1_000_000
     assert "corpus from ../../data/" in (workdir / "runs/t1/logs/corpus.log").read_text()
     assert not [name for name in ("results", "logs", "resources") if (workdir / name).exists()]
+    # a second name, given on the command line, sits beside it: t1's files stay as they were
+    before = {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in files_of(workdir / "runs/t1")}
+    run_snakemake(workdir, "resources/tinyshakespeare.txt", "--cores", "1",
+                  "--configfile", TINY, "t1.yaml", "--config", 'run={"name": "t2"}')
+    assert (workdir / "runs/t2/resources/tinyshakespeare.txt").read_bytes() == \
+        (workdir / "runs/t1/resources/tinyshakespeare.txt").read_bytes()
+    assert {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in files_of(workdir / "runs/t1")} \
+        == before
+    assert sorted(p.name for p in (workdir / "runs").iterdir()) == ["t1", "t2"]
+
+
+def files_of(folder):
+    """Every file under `folder` but Snakemake's own bookkeeping (.snakemake/)."""
+    return [p for p in folder.rglob("*") if p.is_file() and ".snakemake" not in p.parts]
 
 
 @pytest.mark.workflow

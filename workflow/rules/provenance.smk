@@ -1,5 +1,8 @@
 # How the run was made: the config, and every Parquet file's provenance, in one JSON file.
 
+# the config as results/provenance.json records it (the report checks it is this run's)
+CONFIG_TEXT = json.dumps(config, sort_keys=True)
+
 
 rule provenance:
     """the config and every Parquet file's provenance (results/provenance.json)"""
@@ -13,7 +16,7 @@ rule provenance:
     conda:
         "../envs/depthlab.yaml"
     params:
-        config=json.dumps(config, sort_keys=True),
+        config=CONFIG_TEXT,
         code=BASE_HASH,
     script:
         "../scripts/provenance.py"

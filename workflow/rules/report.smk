@@ -1,6 +1,14 @@
-# Copies of the key figures for the README (docs/figures/, committed): those of the configured
-# studies (the default run's three; the fixes study's with config/fixes.yaml; the scale study's
-# with config/scale.yaml)
+# The docs_* rules write this checkout's committed README.md and docs/: from the default run
+# (depthlab.planner.documented), merged with the documented named runs' files where they were
+# run (config/fixes.yaml's papers, config/scale.yaml's depths). Any other config gets rules that
+# refuse with one line (a tiny run's numbers must not replace the documented ones).
+NOT_DOCUMENTED = undocumented(
+    overlay({} if REPLACED else DEFAULT_CONFIG, GIVEN),
+    documented_configs(DEPTHLAB, DEFAULT_CONFIG),
+)
+
+# the README's key figures (docs/figures/, committed), each from this run or, for a study this
+# run does not configure, from the documented named run that drew it
 README_FIGURES = (
     "fig_grad_ratio_by_depth",
     "fig_increments_by_layer",
@@ -13,24 +21,18 @@ README_FIGURES = (
     "fig_scale_grad_ratio",
     "fig_scale_width",
 )
-DOC_FIGURES = [t for t in CATALOGUE.targets if t.name in README_FIGURES]
+DOC_FIGURES = figure_sources(
+    [t for t in TARGETS if t.name in README_FIGURES],
+    {t.name for t in CATALOGUE.targets},
+)
 
-
-rule docs_figures:
-    """copy the README's key figures from results/figures/ to docs/figures/"""
-    input:
-        [t.outputs["png"] for t in DOC_FIGURES],
-    output:
-        [f"docs/figures/{t.stem}.png" for t in DOC_FIGURES],
-    log:
-        "logs/docs_figures.log",
-    localrule: True
-    conda:
-        "../envs/depthlab.yaml"
-    message:
-        "docs_figures: the README's key figures, copied to docs/figures/"
-    script:
-        "../scripts/copy_files.py"
+# the ledger of the named run `confirm` (config/confirm.yaml), relative to this run's folder
+CONFIRM_LEDGER = f"runs/confirm/{paths.LEDGER['parquet']}"
+# the documented named runs' ledgers, which docs/RESULTS.md merges with this run's: one verdict
+# per sentence (depthlab.claims.merge)
+DOCUMENTED_LEDGERS = [
+    f"runs/{name}/{paths.LEDGER['parquet']}" for name in DOCUMENTED_NAMED_RUNS
+]
 
 
 # every figure of the run as thumbnails on one page, to look the run over at a glance (a rule,
@@ -53,38 +55,64 @@ rule fig_contact_sheet:
         "../scripts/contact_sheet.py"
 
 
-# the ledger of the named run `confirm` (config/confirm.yaml), relative to this run's folder
-CONFIRM_LEDGER = f"runs/confirm/{paths.LEDGER['parquet']}"
-# the documented named runs whose ledgers docs/RESULTS.md merges with this run's, one verdict
-# per sentence (depthlab.claims.merge): config/fixes.yaml's papers, config/scale.yaml's depths
-DOCUMENTED_LEDGERS = [
-    f"runs/{name}/{paths.LEDGER['parquet']}" for name in ("fixes", "scale")
-]
+if NOT_DOCUMENTED:
 
+    for name in ("docs_figures", "docs_results"):
 
-# docs/RESULTS.md from this run's ledger, and (in place, between its markers) the README's
-# summary line: committed, run on the default study, so the prose cannot drift from the data
-rule docs_results:
-    """docs/RESULTS.md and the README's summary line from results/claims.parquet"""
-    input:
-        ledger=paths.LEDGER["parquet"],
-        readings=paths.LEDGER["readings"],
-        rules=f"{DEPTHLAB}/docs/claims_rules.md",
-        # the confirmatory run's ledger (config/confirm.yaml), set beside it where it was run
-        confirm=lambda w: [CONFIRM_LEDGER] if os.path.exists(CONFIRM_LEDGER) else [],
-        # the documented named runs' ledgers, merged in where they were run
-        runs=lambda w: [p for p in DOCUMENTED_LEDGERS if os.path.exists(p)],
-    output:
-        results=f"{DEPTHLAB}/docs/RESULTS.md",
-    log:
-        "logs/docs_results.log",
-    localrule: True
-    conda:
-        "../envs/depthlab.yaml"
-    params:
-        # the config files of this run, named in docs/RESULTS.md (which run graded what)
-        configs=[os.path.relpath(f, DEPTHLAB) for f in workflow.configfiles],
-    message:
-        "docs_results: docs/RESULTS.md and the README's summary line from the ledger"
-    script:
-        "../scripts/results_doc.py"
+        rule:
+            name:
+                name
+            log:
+                f"logs/{name}.refused.log",
+            localrule: True
+            params:
+                why=f"{name}: {NOT_DOCUMENTED}",
+            message:
+                "{params.why}"
+            shell:
+                "echo {params.why:q} | tee {log} >&2; exit 1"
+
+else:
+
+    rule docs_figures:
+        """copy the README's key figures to docs/figures/"""
+        input:
+            list(DOC_FIGURES.values()),
+        output:
+            [f"docs/figures/{stem}.png" for stem in DOC_FIGURES],
+        log:
+            "logs/docs_figures.log",
+        localrule: True
+        conda:
+            "../envs/depthlab.yaml"
+        message:
+            "docs_figures: the README's key figures, copied to docs/figures/"
+        script:
+            "../scripts/copy_files.py"
+
+    # docs/RESULTS.md from this run's ledger, and (in place, between its markers) the README's
+    # summary line: committed, run on the default study, so the prose cannot drift from the data
+    rule docs_results:
+        """docs/RESULTS.md and the README's summary line from results/claims.parquet"""
+        input:
+            ledger=paths.LEDGER["parquet"],
+            readings=paths.LEDGER["readings"],
+            rules=f"{DEPTHLAB}/docs/claims_rules.md",
+            # the confirmatory run's ledger (config/confirm.yaml), set beside it where it was run
+            confirm=lambda w: [CONFIRM_LEDGER] if os.path.exists(CONFIRM_LEDGER) else [],
+            # the documented named runs' ledgers, merged in where they were run
+            runs=lambda w: [p for p in DOCUMENTED_LEDGERS if os.path.exists(p)],
+        output:
+            results=f"{DEPTHLAB}/docs/RESULTS.md",
+        log:
+            "logs/docs_results.log",
+        localrule: True
+        conda:
+            "../envs/depthlab.yaml"
+        params:
+            # the config files of this run, named in docs/RESULTS.md (which run graded what)
+            configs=[os.path.relpath(f, DEPTHLAB) for f in workflow.configfiles],
+        message:
+            "docs_results: docs/RESULTS.md and the README's summary line from the ledger"
+        script:
+            "../scripts/results_doc.py"

@@ -1,0 +1,85 @@
+"""Which config a set of files was made with: the committed docs/ document the default run
+(config/config.yaml, alone or with the training seeds), and a run's results/provenance.json
+records the config that built its results/. The docs_* rules and the report refuse a run whose
+config differs, naming the first key that differs."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from depthlab.planner.overlay import DEFAULTS, config_of
+
+# the command lines whose config the committed docs/ document (--configfile files, merged onto
+# config/config.yaml in order): the default run, and the same with the training study's seeds
+DOCUMENTED_RUNS = ((), ("config/training_seeds.yaml",))
+# the named runs whose files the default run's docs merge in: config/fixes.yaml's papers,
+# config/scale.yaml's depths (runs/<name>/, relative to the default run's folder)
+DOCUMENTED_NAMED_RUNS = ("fixes", "scale")
+SHOWN = 40  # characters of a value shown in a message
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= SHOWN else f"{text[:SHOWN - 3]}..."
+
+
+def first_difference(given: object, expected: object, path: str = "") -> str:
+    """Where `given` differs from `expected` first, as 'key.path=given, not expected' ('' where
+    they are equal): mappings compared key by key in sorted order, anything else by ==."""
+    if isinstance(given, dict) and isinstance(expected, dict):
+        for key in sorted(set(given) | set(expected), key=str):
+            where = f"{path}.{key}" if path else str(key)
+            if key not in given:
+                return f"{where} is absent, not {_shown(expected[key])}"
+            if key not in expected:
+                return f"{where}={_shown(given[key])}, not absent"
+            found = first_difference(given[key], expected[key], where)
+            if found:
+                return found
+        return ""
+    if given == expected:
+        return ""
+    return f"{path or 'the config'}={_shown(given)}, not {_shown(expected)}"
+
+
+def documented_configs(root: str | Path, defaults: dict) -> dict[str, dict]:
+    """The configs the committed docs/ document (`DOCUMENTED_RUNS` under `root`, merged onto
+    `defaults`), keyed by the command line that makes each."""
+    return {
+        " ".join(["snakemake --cores all", *(["--configfile", DEFAULTS, *files] if files else [])]):
+        config_of(root, *files, defaults=defaults)
+        for files in DOCUMENTED_RUNS
+    }
+
+
+def undocumented(config: dict, documented: dict[str, dict]) -> str:
+    """'' when `config` equals one of the `documented` configs (keyed by the command line that
+    makes each), else why not: where it differs from the first of them."""
+    if any(not first_difference(config, known) for known in documented.values()):
+        return ""
+    command, known = next(iter(documented.items()))
+    return (f"docs/ documents the default run ({' or '.join(documented)}); this config "
+            f"differs from `{command}` at {first_difference(config, known)}")
+
+
+def built_elsewhere(config: dict, built_with: dict, where: str) -> str:
+    """'' when `config` is the config recorded in `where` (a run's provenance.json), else a
+    line saying where they differ first."""
+    found = first_difference(config, built_with)
+    return f"{where} was built with another config (here {found})" if found else ""
+
+
+def figure_sources(targets: Iterable, drawn_here: set[str]) -> dict[str, str]:
+    """Where docs/figures/ copies each of `targets`' PNG from, by its stem: this run's file for
+    a target this run draws (`drawn_here`, names), else the first documented named run's that
+    exists; a target no run here has drawn is left out."""
+    sources = {}
+    for target in targets:
+        png = target.outputs["png"]
+        runs = [f"runs/{name}/{png}" for name in DOCUMENTED_NAMED_RUNS]
+        found = [png] if target.name in drawn_here else [p for p in runs if os.path.exists(p)]
+        if found:
+            sources[target.stem] = found[0]
+    return sources
