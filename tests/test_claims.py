@@ -495,8 +495,14 @@ def test_markdown_html_and_results_doc_list_every_entry_with_counts():
                 "kind": "quantitative", "restates": ENTRY["id"]}]
     table, readings = ledger({"claims": entries, "notes": NOTES}, fits())
     assert list(table["outcome"]) == ["supported", "not measurable", "supported"]
-    md = to_markdown(table)
-    assert "no way" in md and "restates stack96.grad_ratio.pre.L96" in md
+    details = to_markdown(table)
+    assert "no way" in details and "restates stack96.grad_ratio.pre.L96" in details
+    # claims.md: a line per entry, the note's value, ours, the outcome; the rest in the details
+    brief = to_markdown(table, "claims_details.md")
+    rows = [line for line in brief.split("## stack96")[1].splitlines() if line.startswith("|")]
+    assert [r.split("|")[1].strip() for r in rows[2:]] == list(table["id"])
+    assert "no way" not in brief and "Pre-LN's 2.89 again" not in brief
+    assert "| id " in brief and "| outcome " in brief and "claims_details.md" in brief
     assert summary_line(table).startswith("1 supported, 0 contradicted, 0 inconclusive")
     assert "(of 2 claims; 1 more entries restate one of them)" in summary_line(table)
     assert to_html(table).count('class="v-supported"') == 2

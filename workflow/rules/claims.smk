@@ -9,6 +9,7 @@ rule claims:
     output:
         parquet=paths.LEDGER["parquet"],
         md=paths.LEDGER["md"],
+        details=paths.LEDGER["details"],
         readings=paths.LEDGER["readings"],
         html=report(
             paths.LEDGER["html"],

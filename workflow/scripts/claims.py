@@ -23,5 +23,6 @@ table, readings = ledger(load_claims(snakemake.input.claims), fits,
                         json.loads(snakemake.params.settings))
 write_parquet(table, snakemake.output.parquet, provenance(inherited([read_meta(p) for p in paths])))
 write_text(readings.to_csv(index=False), snakemake.output.readings)
-write_text(to_markdown(table), snakemake.output.md)
+write_text(to_markdown(table, Path(snakemake.output.details).name), snakemake.output.md)
+write_text(to_markdown(table), snakemake.output.details)
 write_text(to_html(table), snakemake.output.html)

@@ -72,12 +72,24 @@ INTRO = ("Every numeric or directional sentence of the four notes, in note order
          f"'{BY_CONSTRUCTION}' is listed, never counted as evidence.")
 
 
-def to_markdown(table: pd.DataFrame) -> str:
-    """results/claims.md: the counts, then one table per note with its tolerance reasons."""
-    lines = ["# Claims of the notes, measured", "", INTRO, "",
-             count_table(table).to_markdown(index=False), ""]
+# results/claims.md: one line per entry, the note's value against ours (the rest in the details)
+BRIEF = ("id", "note", "measured", "outcome", "band σ", "q")
+
+
+def to_markdown(table: pd.DataFrame, details: str = "") -> str:
+    """results/claims.md: the counts, then per note one line per entry (`BRIEF`: id, the note's
+    value, ours with its band, outcome, band σ, q); with `details` (that file's name) a pointer
+    to it. Without, every column and the precision reasons (results/claims_details.md)."""
+    lines = ["# Claims of the notes, measured", "", INTRO, ""]
+    if details:
+        lines += [f"The claim's words, its precision, readings and notes: {details}.", ""]
+    lines += [count_table(table).to_markdown(index=False), ""]
     for note, sub in _by_note(table):
         frame, reasons = shown(sub)
+        if details:
+            lines += [f"## {note}", "", frame[[c for c in BRIEF if c in frame]].to_markdown(
+                index=False), ""]
+            continue
         lines += [f"## {note}", "", frame.to_markdown(index=False), "", "Precision reasons:", ""]
         lines += [f"{i}. {reason}" for i, reason in enumerate(reasons, start=1)] + [""]
     return "\n".join(lines)

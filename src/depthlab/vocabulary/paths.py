@@ -17,6 +17,7 @@ PROVENANCE = "results/provenance.json"
 LEDGER = {
     "parquet": "results/claims.parquet",
     "md": "results/claims.md",
+    "details": "results/claims_details.md",
     "html": "results/claims.html",
     "readings": "results/claims_readings.csv",
 }
