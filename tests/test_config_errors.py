@@ -12,7 +12,7 @@ from conftest import DELETE, ROOT, copy_workflow, edited, run_snakemake, whole
 
 from depthlab.claims.schema import load_claims
 from depthlab.planner.overlay import config_of
-from depthlab.planner.validate import check_config
+from depthlab.planner.validate import check_config, unknown_target
 from depthlab.studies import STUDIES
 from depthlab.vocabulary.placements import ORDER
 from depthlab.vocabulary.settings import ConfigError
@@ -205,3 +205,25 @@ def test_a_corpus_path_that_names_no_file_is_one_line_before_any_job(tmp_path):
         check_config(config, SCHEMA, STUDIES)
     (tmp_path / "nope.txt").write_text("text")
     assert check_config(config, SCHEMA, STUDIES)
+
+
+@pytest.mark.parametrize("targets, found", [
+    (["all", "fig_grad_ratio_by_depth"], ""),
+    (["results/figures/x.png", "report.html"], ""),  # paths are Snakemake's to judge
+    (["fig_grad_ratio_by_dept"], "no rule or file 'fig_grad_ratio_by_dept' (did you mean "
+                                 "'fig_grad_ratio_by_depth'?); snakemake --list-target-rules"),
+    (["all", "zzz"], "no rule or file 'zzz'; snakemake --list-target-rules"),
+])
+def test_a_mistyped_target_names_the_closest_rule(targets, found):
+    why = unknown_target(targets, ["all", "fig_grad_ratio_by_depth", "measure"])
+    assert why.startswith(found) and bool(why) == bool(found)
+
+
+@pytest.mark.workflow
+def test_snakemake_says_did_you_mean_for_a_mistyped_target(workdir):
+    run = run_snakemake(workdir, "-n", "fig_grad_ratio_by_dept", check=False)
+    output = run.stdout + run.stderr
+    assert run.returncode == 1, output
+    assert [line for line in output.splitlines() if "error" in line.lower()] == [
+        "target error: no rule or file 'fig_grad_ratio_by_dept' (did you mean "
+        "'fig_grad_ratio_by_depth'?); snakemake --list-target-rules lists the targets"]

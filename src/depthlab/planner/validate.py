@@ -46,6 +46,17 @@ def _suggest(name: str, choices) -> str:
     return f" (did you mean '{close[0]}'?)" if close else ""
 
 
+def unknown_target(targets, rules) -> str:
+    """'' when each of `targets` (the command line's) is a rule name or a path (it holds a '/'
+    or a '.'), else one line naming the first that is neither, with the closest rule name."""
+    rules = list(rules)
+    for target in targets:
+        if target not in rules and "/" not in target and "." not in target:
+            return (f"no rule or file {target!r}{_suggest(target, rules)}; "
+                    "snakemake --list-target-rules lists the targets")
+    return ""
+
+
 def _one_of(value, allowed: list) -> str:
     if len(allowed) > 6:
         hint = _suggest(value, allowed)
