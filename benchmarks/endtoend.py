@@ -1,4 +1,4 @@
-"""End to end, as a user runs it (issue 17): the same work done by depthlab and by plain scripts,
+"""End to end, as a user runs it: the same work done by depthlab and by plain scripts,
 the whole default run against its FLOP floor, one figure from nothing, the training step against
 a plain training loop, and Snakemake's own start-up."""
 

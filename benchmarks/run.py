@@ -136,7 +136,7 @@ def end_to_end_summary(e: dict) -> str:
     rates = [f"{t} {e[f'gemm_{t}_gflop_s']:.1f} GFLOP/s ({e[f'gemm_{t}_one_process_gflop_s']:.1f}"
              f" and {e[f'gemm_{t}_side_by_side_gflop_s']:.1f})" for t in ("float64", "float32")]
     lines = [
-        "## End to end (issue 17)",
+        "## End to end",
         "- GEMM rates at the work's shapes (the limit: the higher of one process on all "
         "threads and single-threaded processes side by side): " + ", ".join(rates),
         f"- same work (stack96's two tables; run depthlab, plain, plain, depthlab; means): "

@@ -1,4 +1,4 @@
-"""The package's architecture (issue 15): a folder per layer, imports only downward, studies that
+"""The package's architecture: a folder per layer, imports only downward, studies that
 never import each other, light vocabulary and planner layers, one source of truth for settings and
 placements, and targets that measure only what they read."""
 

@@ -1,4 +1,4 @@
-"""The claims ledger (issues 16, 23): the schema of config/claims.yaml and its changelog, each
+"""The claims ledger: the schema of config/claims.yaml and its changelog, each
 outcome rule on small synthetic fit tables (the failures earlier ledgers passed among them), the
 fit quantities the claims need, and the claims rule and the report on the tiny study."""
 
@@ -54,7 +54,7 @@ ENTRY = {
 def test_the_claims_file_validates_covers_the_four_notes_in_note_order():
     entries = load_claims(CLAIMS)["claims"]
     notes = [e["note"] for e in entries]
-    # the notes in their order, then the fixes' papers (issue 18)
+    # the notes in their order, then the fixes' papers
     order = ["varsplit", "stack96", "theory096", "monitor", "fixes"]
     assert notes == sorted(notes, key=order.index)
     assert set(notes) == set(order)
@@ -64,7 +64,7 @@ def test_the_claims_file_validates_covers_the_four_notes_in_note_order():
     for placement in ("post", "pre", "none"):  # every cell of stack96's second table
         for depth in (6, 24, 48, 96):
             assert f"stack96.grad_ratio.{placement}.L{depth}" in ids
-    # sentences the first ledger left out (issue 16)
+    # sentences the first ledger left out
     for quote in ("changing the seed even reorders them", "holds at 0.245 through forty-eight",
                   "an order of magnitude apart", "far smaller than the stream",
                   "grows about linearly", "cross over", "multiplies every contribution by alpha^2",
@@ -566,7 +566,7 @@ def test_claims_rule_on_the_tiny_study(tiny_run):
     assert list(table["id"]) == [e["id"] for e in entries]
     assert set(table["outcome"]) <= set(OUTCOMES)
     # the tiny study (d_model 32, 3 seeds, depth 8) supports none of the notes' estimators:
-    # no graded row (issue 36: theory096's asymptotic rate read "contradicted" on 8 blocks)
+    # no graded row (theory096's asymptotic rate read "contradicted" on 8 blocks)
     graded_rows = table[table["outcome"].isin(GRADED + (UNINFORMATIVE,))]
     assert graded_rows.empty, graded_rows[["id", "verdict"]].to_string()
     row = table.set_index("id").loc["theory096.title.rate"]
@@ -613,7 +613,8 @@ def test_readme_summary_and_results_doc_come_from_the_same_ledger():
     assert (ROOT / "docs/claims_rules.md").read_text().strip() in results
 
 
-# 5. the rules of issue 36: an excluded primary, the premise, roles, multiplicity, the domain
+# 5. the rules of docs/claims_rules.md: an excluded primary, the premise, roles, multiplicity,
+# the domain
 
 
 def identified(documented_first: float) -> pd.DataFrame:
@@ -749,7 +750,7 @@ def test_an_entry_s_own_domain_adds_to_its_note_s():
 @pytest.mark.workflow
 def test_the_fixes_papers_are_not_graded_on_the_tiny_fixes_grid(tiny_fixes_run):
     """config/tiny_fixes.yaml (d = 8, 3 seeds) exercises the code: no paper's claim is graded
-    on it (issue 36 item 9)."""
+    on it (docs/claims_rules.md, the domain)."""
     table = pd.read_parquet(tiny_fixes_run / "results/claims.parquet")
     fixes = table[table["note"] == "fixes"]
     assert (fixes["outcome"] == "not comparable").sum() >= 5

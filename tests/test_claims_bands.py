@@ -1,6 +1,6 @@
-"""The ledger's rules on known truth (issue 23): the band of a note's statistic covers the
-statistic of a fresh sample at the nominal rate (on log for positive skewed statistics, issue 36
-item 7), band-sigmas by hand, the outcome rules table-driven, the binomial rule that excludes a
+"""The ledger's rules on known truth: the band of a note's statistic covers the
+statistic of a fresh sample at the nominal rate (on log for positive skewed statistics),
+band-sigmas by hand, the outcome rules table-driven, the binomial rule that excludes a
 reading, and the whitelist evaluator of the claims file's expressions."""
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def _coverage(pools, statistic, n, pool, log, trials=TRIALS, chunk=100, seed=11)
 
 
 def _misses(coverage, why):
-    """A case whose coverage here is outside 95% +- 2% (issue 36 item 7), and why."""
+    """A case whose coverage here is outside 95% +- 2%, and why."""
     return pytest.mark.xfail(strict=True, reason=f"coverage {coverage}: {why}")
 
 
@@ -204,7 +204,7 @@ def test_a_sample_number_against_its_band(value, h, lo, hi, reference, expected)
 @pytest.mark.parametrize("value, h, lo, hi, expected", [
     (-0.5, 0.05, -0.52, -0.47, S),  # our interval inside the margin
     (-0.5, 0.05, -0.667, -0.435, W),  # wider than the margin: cannot lie inside it
-    (1.0, 0.5, 1.115, 1.539, U),  # overlapping the edge is not support (issue 36)
+    (1.0, 0.5, 1.115, 1.539, U),  # overlapping the edge is not support
     (1.0, 0.05, 0.940, 1.051, W),
     (1.0, 0.05, 1.06, 1.08, C),
 ])

@@ -1,4 +1,4 @@
-"""One verdict per sentence across the documented runs (issue 36 item 5): docs/RESULTS.md
+"""One verdict per sentence across the documented runs: docs/RESULTS.md
 merges the default, fixes and scale runs' ledgers (depthlab.claims.merge)."""
 
 from __future__ import annotations

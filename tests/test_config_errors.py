@@ -1,4 +1,4 @@
-"""Bad configs (issue 7): each is rejected before any job runs, with one line naming the key and
+"""Bad configs: each is rejected before any job runs, with one line naming the key and
 the offending value, and no Python traceback as the user-facing error."""
 
 from __future__ import annotations

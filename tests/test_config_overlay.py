@@ -1,4 +1,4 @@
-"""A config as what it changes (issue 39): files and --config values merged key by key onto
+"""A config as what it changes: files and --config values merged key by key onto
 config/config.yaml, a null removing a key; the shipped configs are such overlays."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The calm console (issue 39): Snakemake's per-job records dropped, its progress once per tenth
+"""The calm console: Snakemake's per-job records dropped, its progress once per tenth
 of the jobs, a job's own progress at most every CONSOLE_EVERY seconds, and the closing summary."""
 
 from __future__ import annotations

@@ -315,7 +315,7 @@ def test_contact_sheet_holds_every_figure(tmp_path):
 
 
 def assert_column_wide(png: Path) -> None:
-    """A figure a paper takes as it is (issue 39): one column (3.5 in) or two (7 in) wide, at
+    """A figure a paper takes as it is: one column (3.5 in) or two (7 in) wide, at
     300 dpi."""
     with Image.open(png) as image:
         assert [round(d) for d in image.info["dpi"]] == [300, 300], png

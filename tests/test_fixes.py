@@ -1,4 +1,4 @@
-"""The fixes study (issue 18): every placement on every probe at init, and the trained runs.
+"""The fixes study (docs/FIXES.md): every placement on every probe at init, and the trained runs.
 
 The fit on a small measured table (shapes, every placement present, what each fix must give at
 init by its definition), the tables and figures on it, the configs, and the tiny study end to

@@ -55,7 +55,7 @@ def test_tiny_ledger_through_a_host_workflow(tmp_path, tiny_run):
     """The module path: the host's config key reaches depthlab merged onto its defaults, the
     host's default target stays its own, the results go under the prefix, and from the plain
     run's measurements the host's fits and ledger equal the plain run's, with no graded row
-    for a tiny config (issue 36 item 9)."""
+    for a tiny config (docs/claims_rules.md, the domain)."""
     (tmp_path / "depthlab").mkdir()
     module = copy_workflow(tmp_path / "depthlab")  # the module lives in its own folder
     host = tmp_path / "host"
@@ -91,7 +91,7 @@ def test_tiny_ledger_through_a_host_workflow(tmp_path, tiny_run):
     ledger = "results/claims.parquet"
     hosted = pd.read_parquet(host / "depthlab" / ledger)
     pd.testing.assert_frame_equal(hosted, pd.read_parquet(tiny_run / ledger), check_exact=True)
-    # a user's tiny config, through the module path too, gets no graded row (issue 36)
+    # a user's tiny config, through the module path too, gets no graded row
     assert len(hosted) > 0
     assert not hosted["outcome"].isin(["supported", "contradicted", "inconclusive"]).any()
 
@@ -117,7 +117,7 @@ def served(tmp_path):
 
 
 def test_a_host_loads_the_workflow_by_url(tmp_path, served, tiny_run):
-    """The catalog's way to deploy (issue 39): a host module whose snakefile is a URL builds the
+    """The catalog's way to deploy: a host module whose snakefile is a URL builds the
     tiny study's fig_grad_ratio_by_depth, reading the module's files through
     workflow.source_path; its fits equal a plain run's."""
     host = tmp_path / "host"

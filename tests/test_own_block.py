@@ -1,6 +1,7 @@
-"""Your own block (issue 40): a stack of PyTorch's nn.TransformerEncoderLayer(norm_first=True),
-through the Python entry point and through the `block` setting, equals the built-in Pre-LN
-placement (attention torch_mha) per seed on every probe its hooks reach."""
+"""Your own block (README, "Probe your own block"): a stack of PyTorch's
+nn.TransformerEncoderLayer(norm_first=True), through the Python entry point and through the
+`block` setting, equals the built-in Pre-LN placement (attention torch_mha) per seed on every
+probe its hooks reach."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Reliability (issue 7): determinism, interruption, stale results, numerical faults, provenance.
+"""Reliability: determinism, interruption, stale results, numerical faults, provenance.
 
 Workflow tests run Snakemake in a temporary copy of the repository on small configs they write
 (study `stack96` with one arm `a`, which no target reads: `rule all` builds its shards, its

@@ -1,4 +1,4 @@
-"""Cells measured once (issue 17): a cell whose numbers another job's cell gives is copied from
+"""Cells measured once: a cell whose numbers another job's cell gives is copied from
 its shard, and the copy equals what measuring it would give, bit for bit."""
 
 from __future__ import annotations

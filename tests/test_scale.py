@@ -1,4 +1,4 @@
-"""The scale study (issue 27): its fit's local exponents against analytic values, its tables
+"""The scale study (docs/SCALE.md): its fit's local exponents against analytic values, its tables
 and figures from a small grid, and the shipped config's cells within the memory bound."""
 
 from __future__ import annotations

@@ -60,7 +60,7 @@ def test_stream_growth_table_matches_fits(tiny_run):
 
 @pytest.mark.workflow
 def test_the_tiny_run_s_console_is_calm_and_ends_with_the_summary(tiny_run):
-    """The tiny run's console (issue 39): at most 150 lines; Snakemake's progress once per tenth
+    """The tiny run's console: at most 150 lines; Snakemake's progress once per tenth
     of the jobs, no per-job block, no library warning (it goes to the job's log,
     depthlab.core.logs.to_file); at the end the jobs run, the ledger's counts and the report
     command (depthlab.planner.console)."""
@@ -113,7 +113,7 @@ def test_every_compute_job_logs_what_it_used(tiny_run):
 @pytest.mark.parametrize("target", [t for t in tiny_targets() if t.kind == "table"],
                          ids=lambda t: t.name)
 def test_every_table_has_a_latex_table_beside_it(tiny_run, target):
-    """Each rendered table also as LaTeX (issue 39): a booktabs tabular with the CSV's header
+    """Each rendered table also as LaTeX: a booktabs tabular with the CSV's header
     and one row per CSV row, no unescaped underscore."""
     csv = pd.read_csv(tiny_run / target.outputs["csv"])
     tex = (tiny_run / target.outputs["tex"]).read_text()

@@ -1,4 +1,4 @@
-"""One verdict per sentence across the documented runs (issue 36 item 5).
+"""One verdict per sentence across the documented runs (docs/claims_rules.md).
 
 The default run's ledger grades the notes' init-time and training claims; the fixes run grades
 the papers' claims and the scale run the asymptotic ones. Every run grades the same claims

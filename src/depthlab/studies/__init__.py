@@ -13,8 +13,8 @@ from depthlab.studies.theory096.targets import TARGETS as _theory096
 from depthlab.studies.training.targets import TARGETS as _training
 from depthlab.studies.varsplit.targets import TARGETS as _varsplit
 
-# every target, in the order the notes present them; then issue 18's fixes (init, trained), then
-# issue 27's scale study
+# every target, in the order the notes present them; then the fixes study's (init, trained), then
+# the scale study's
 TARGETS = (*_stack96, *_theory096, *_monitor, *_training, *_varsplit, *_fixes, *_fixestraining,
            *_scale)
 BY_NAME = {t.name: t for t in TARGETS}

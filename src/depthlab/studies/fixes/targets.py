@@ -1,4 +1,4 @@
-"""The tables and figures of the fixes study (issue 18: do the literature's fixes fix it?),
+"""The tables and figures of the fixes study (docs/FIXES.md: do the literature's fixes fix it?),
 declared once."""
 
 from depthlab.vocabulary.placements import PLACEMENTS

@@ -1,4 +1,4 @@
-"""The tables and figures of the fixestraining study (issue 18): do the fixes train without
+"""The tables and figures of the fixestraining study (docs/FIXES.md): do the fixes train without
 warmup, and what does training do to their init-time probes? Declared once."""
 
 from depthlab.vocabulary.targets import Target, declare

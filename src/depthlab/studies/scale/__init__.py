@@ -1,2 +1,2 @@
 """The scale study: the notes' probes where their claims are asymptotic, at depths to 1024 and
-widths to 1024 (issue 27)."""
+widths to 1024 (docs/SCALE.md)."""

@@ -1,4 +1,4 @@
-"""The tables and figures of the scale study (issue 27): the notes' asymptotic claims where
+"""The tables and figures of the scale study (docs/SCALE.md): the notes' asymptotic claims where
 they are asymptotic, at depths to 1024 and widths to 1024, declared once."""
 
 from depthlab.vocabulary.targets import Target, declare
