@@ -12,8 +12,10 @@ from torch import nn
 
 from depthlab.core.measure import measure_cell
 from depthlab.core.model import build, forward
+from depthlab.core.probes import Probe
 from depthlab.core.reference import per_seed_loop
 from depthlab.planner.cost import pass_plan
+from depthlab.vocabulary.metrics import GRADIENT_METRICS, UPDATE_METRICS
 from depthlab.vocabulary.placements import ORDER
 from depthlab.vocabulary.settings import RunSettings
 
@@ -327,3 +329,10 @@ def test_a_cell_on_the_gpu_equals_the_cpu_s(placement):
     assert len(cpu) > 0 and sorted(gpu.index) == sorted(cpu.index)
     scale = cpu.abs().groupby(level="metric").transform("max")
     assert ((cpu - gpu.loc[cpu.index]).abs() <= 1e-9 * scale).all()
+
+
+def test_a_probe_of_an_undeclared_metric_is_an_error():
+    with pytest.raises(ValueError, match="metric 'grad_rato', which depthlab.vocabulary"):
+        Probe("grad_rato", "block", [1], torch.zeros(1, 1))
+    assert set(GRADIENT_METRICS) == {"grad_norm", "grad_ratio"}
+    assert set(UPDATE_METRICS) == {"model_update", "update_stream"}

@@ -12,6 +12,7 @@ from conftest import CONSOLE, tiny_targets
 
 from depthlab.core.io import read_meta
 from depthlab.vocabulary import paths
+from depthlab.vocabulary.metrics import METRICS
 
 
 @pytest.mark.workflow
@@ -121,3 +122,20 @@ def test_every_table_has_a_latex_table_beside_it(tiny_run, target):
     assert tex.startswith("\\begin{table}") and "\\begin{tabular}{l" in tex
     assert len(body.strip().splitlines()) == len(csv) > 0
     assert re.search(r"(?<!\\)_", tex.replace("\\_", "")) is None
+
+
+@pytest.mark.workflow
+def test_the_metrics_registry_is_what_the_shards_hold(tiny_run, tiny_fixes_run):
+    """depthlab.vocabulary.metrics declares exactly the metrics the tiny runs' shards hold:
+    none undeclared (a probe of one is an error), none declared that no probe writes; each
+    where its registry entry says (its sublayers)."""
+    shards = [p for run in (tiny_run, tiny_fixes_run)
+              for p in sorted((run / "results/runs").rglob("*.parquet"))]
+    assert shards
+    rows = pd.concat([pd.read_parquet(p, columns=["metric", "sublayer"]) for p in shards])
+    assert set(rows["metric"]) == set(METRICS)
+    for name, sub in rows.drop_duplicates().itertuples(index=False):
+        declared = METRICS[name].sublayers
+        assert sub in declared.split(", ") or (declared.startswith("f1") and sub[0] == "f"), \
+            (name, sub)
+

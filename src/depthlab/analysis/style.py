@@ -23,6 +23,7 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter  # noqa: E402
 
 from depthlab.core.io import atomic_path  # noqa: E402
+from depthlab.vocabulary.metrics import METRICS  # noqa: E402
 from depthlab.vocabulary.placements import COLORS, LABELS, MARKERS, ORDER  # noqa: E402
 
 DPI = 300  # of the PNG
@@ -32,12 +33,12 @@ sns.set_theme(context="paper", style="ticks", rc={
 
 # the per-seed probe numbers the placement studies plot: quantity -> (axis label, log axis)
 PROBE_AXES = {
-    "grad_ratio": ("‖g_1‖ / ‖g_L‖", True),
+    "grad_ratio": (METRICS["grad_ratio"].label, METRICS["grad_ratio"].log),
     "stream_growth": ("rms(x_L) / rms(x_0)", True),
     "omega_slope": ("ω log-log slope", False),
     "token_corr_last": ("token cosine, block L", False),
     "branch_ratio_last_mlp": ("MLP branch / skip", True),
-    "head_input_sd": ("head input sd", True),
+    "head_input_sd": (METRICS["head_input_sd"].label, METRICS["head_input_sd"].log),
 }
 # a seed summary's columns: its line, its band
 RANGE = ("min", "median", "max")

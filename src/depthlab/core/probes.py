@@ -19,16 +19,22 @@ import torch
 from torch import Tensor
 
 from depthlab.core.model import BLOCK_WEIGHTS, StackParams, Trace
+from depthlab.vocabulary.metrics import METRICS
 from depthlab.vocabulary.placements import PLACEMENTS
 from depthlab.vocabulary.settings import RunSettings
 
 
 @dataclass
 class Probe:
-    metric: str
+    metric: str  # a name of depthlab.vocabulary.metrics.METRICS
     sublayer: str
     layers: list[int]
     values: Tensor  # (S, len(layers))
+
+    def __post_init__(self):
+        if self.metric not in METRICS:
+            raise ValueError(f"a probe of metric {self.metric!r}, which "
+                             "depthlab.vocabulary.metrics does not declare")
 
 
 def _per_seed(fn, tensors: list[Tensor]) -> Tensor:

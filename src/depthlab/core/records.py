@@ -11,7 +11,12 @@ import numpy as np
 import pandas as pd
 
 from depthlab.vocabulary.jobs import Cell, Job
-from depthlab.vocabulary.metrics import GRADIENT_METRICS, JACOBIAN_METRICS, UPDATE_METRICS
+from depthlab.vocabulary.metrics import (
+    BLOCK_CORR_METRICS,
+    GRADIENT_METRICS,
+    JACOBIAN_METRICS,
+    UPDATE_METRICS,
+)
 
 
 class NonFiniteError(RuntimeError):
@@ -45,7 +50,7 @@ def copied_rows(owner: pd.DataFrame, label: str, cell: Cell) -> pd.DataFrame:
     rows = owner[owner["label"] == label]
     s = cell.settings
     dropped = [*(GRADIENT_METRICS if s.grad_of == "none" else ()),
-               *(() if s.block_corr else ("block_corr",)),
+               *(() if s.block_corr else BLOCK_CORR_METRICS),
                *(() if s.jacobian_dirs else JACOBIAN_METRICS),
                *(() if s.update_lr else UPDATE_METRICS)]
     rows = rows[~rows["metric"].isin(dropped)]

@@ -1,10 +1,10 @@
 """The files written from the vocabulary, not by hand: the config schema's run settings (their
 names, types, bounds, choices and summaries) and config/README.md's table of them (defaults,
-allowed values, meanings, every placement with its definition). Each is a marked section of
-its file; `python -m depthlab.planner.generated` rewrites the sections, and
-tests/test_architecture.py fails where one is stale. Sources: RunSettings and CHOICES
-(vocabulary.settings), KEYS (vocabulary.keys), PLACEMENTS and PLACEMENT_SETS
-(vocabulary.placements)."""
+allowed values, meanings, every placement with its definition) and of the metrics a shard holds.
+Each is a marked section of its file; `python -m depthlab.planner.generated` rewrites the
+sections, and tests/test_architecture.py fails where one is stale. Sources: RunSettings and
+CHOICES (vocabulary.settings), KEYS (vocabulary.keys), PLACEMENTS and PLACEMENT_SETS
+(vocabulary.placements), METRICS (vocabulary.metrics)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from depthlab.vocabulary.keys import KEYS
+from depthlab.vocabulary.metrics import METRICS
 from depthlab.vocabulary.placements import PLACEMENT_SETS, PLACEMENTS
 from depthlab.vocabulary.settings import CHOICES, RunSettings
 
@@ -89,12 +90,21 @@ def readme_settings_table() -> str:
     return "\n".join(rows)
 
 
+def readme_metrics_table() -> str:
+    """config/README.md's table of the metrics a shard holds."""
+    rows = ["| metric | sublayer | unit | needs | meaning |", "| --- | --- | --- | --- | --- |"]
+    rows += [f"| `{m.name}` | {m.sublayers} | {m.unit} | {m.needs or '-'} | {m.meaning} |"
+             for m in METRICS.values()]
+    return "\n".join(rows)
+
+
 # (file, section name, its text)
 SECTIONS: tuple[tuple[str, str, Callable[[], str]], ...] = (
     ("workflow/schemas/config.schema.yaml", "placement sets", schema_placement_sets),
     ("workflow/schemas/config.schema.yaml", "setting names", schema_setting_names),
     ("workflow/schemas/config.schema.yaml", "settings", schema_settings),
     ("config/README.md", "settings", readme_settings_table),
+    ("config/README.md", "metrics", readme_metrics_table),
 )
 
 
