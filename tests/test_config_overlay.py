@@ -10,7 +10,7 @@ import yaml
 from conftest import ROOT, copy_workflow, run_snakemake
 
 from depthlab.planner.grid import study_jobs
-from depthlab.planner.overlay import config_of, overlay, typed
+from depthlab.planner.overlay import combined, config_of, overlay, typed, with_base
 from depthlab.planner.validate import check_config
 from depthlab.studies import STUDIES
 
@@ -26,6 +26,31 @@ def test_overlay_merges_mappings_replaces_the_rest_and_null_removes():
     assert base == {"a": {"x": 1, "y": [1, 2]}, "b": 2, "c": {"z": 3}}  # untouched
     assert overlay(base, {}) == base and overlay({}, base) == base
     assert overlay({"a": 1}, {"a": {"b": 2}}) == {"a": {"b": 2}}
+
+
+def test_config_files_combine_as_snakemake_merges_them_keeping_nulls():
+    first = {"a": {"x": 1, "y": 2}, "b": {"z": 3}}
+    then = {"a": {"y": None}, "b": 4}
+    assert combined(first, then) == {"a": {"x": 1, "y": None}, "b": 4}
+    assert overlay({"a": {"y": 9, "q": 1}}, combined(first, then)) == {"a": {"x": 1, "q": 1},
+                                                                      "b": 4}
+
+
+def test_a_config_with_a_base_changes_that_file_s_config(tmp_path):
+    (tmp_path / "mid.yaml").write_text("studies: {stack96: {settings: {seeds: 5, tokens: 9}}}\n")
+    (tmp_path / "top.yaml").write_text(
+        f"base: {tmp_path / 'mid.yaml'}\nstudies: {{stack96: {{settings: {{seeds: 2}}}}}}\n")
+    config = config_of(ROOT, tmp_path / "top.yaml")
+    assert "base" not in config
+    settings = config["studies"]["stack96"]["settings"]
+    assert (settings["seeds"], settings["tokens"]) == (2, 9)
+    assert {k: v for k, v in config.items() if k != "studies"} == {
+        k: v for k, v in DEFAULT.items() if k != "studies"}
+    with pytest.raises(ValueError, match=r"^base='nope.yaml': no config file of that name$"):
+        with_base({"base": "nope.yaml"}, ROOT, DEFAULT)
+    (tmp_path / "loop.yaml").write_text(f"base: {tmp_path / 'loop.yaml'}\n")
+    with pytest.raises(ValueError, match="a chain of bases that comes back to it"):
+        config_of(ROOT, tmp_path / "loop.yaml")
 
 
 def test_command_line_scalars_are_read_as_yaml():
@@ -84,3 +109,10 @@ def test_snakemake_runs_a_one_setting_file_and_a_typed_command_line_value(tmp_pa
     wrong = run_snakemake(work, "-n", "--config", "studies={stack96: {settings: {seeds: x}}}",
                           check=False)
     assert wrong.returncode == 1 and "studies.stack96" in wrong.stdout + wrong.stderr
+    # a base that names no file: one line naming it, before any job
+    (work / "based.yaml").write_text("base: config/nope.yaml\n")
+    based = run_snakemake(work, "-n", "--configfile", "based.yaml", check=False)
+    output = based.stdout + based.stderr
+    assert based.returncode == 1 and "Traceback" not in output
+    assert [line for line in output.splitlines() if "error" in line.lower()] == [
+        "config error: base='config/nope.yaml': no config file of that name"]

@@ -3,7 +3,7 @@
 # run (config/fixes.yaml's papers, config/scale.yaml's depths). Any other config gets rules that
 # refuse with one line (a tiny run's numbers must not replace the documented ones).
 NOT_DOCUMENTED = undocumented(
-    overlay({} if REPLACED else DEFAULT_CONFIG, GIVEN),
+    with_base(GIVEN, DEPTHLAB, {} if REPLACED else DEFAULT_CONFIG),
     documented_configs(DEPTHLAB, DEFAULT_CONFIG),
 )
 

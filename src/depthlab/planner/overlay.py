@@ -1,7 +1,9 @@
 """A config as what it changes: config files and command-line values merged key by key onto
 the defaults (config/config.yaml), as Snakemake merges --configfile files onto a workflow's
 configfile, with `null` removing a key (a study, an arm, a setting) so that a run can also be
-smaller than the defaults (config/tiny.yaml drops what it does not run)."""
+smaller than the defaults (config/tiny.yaml drops what it does not run). A config with a `base:`
+(a config file's path) is merged onto that file's config instead: config/tiny_fixes.yaml holds
+only what shrinks config/fixes.yaml."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import yaml
 
 # the defaults every config is merged onto, relative to the workflow's root
 DEFAULTS = "config/config.yaml"
+BASE = "base"  # a config's key naming the config file it changes
 
 
 def overlay(base: dict, change: dict) -> dict:
@@ -46,12 +49,43 @@ def typed(value):
     return value
 
 
+def with_base(given: dict, root: str | Path, defaults: dict, seen: tuple = ()) -> dict:
+    """`given` merged onto what it changes: the defaults, or, where it names a `base:` file
+    (relative to where snakemake runs, else to the workflow's `root`), that file's config, itself
+    resolved the same way. A base that names no file, or a chain of bases that loops, raises
+    ValueError naming it."""
+    if BASE not in given:
+        return overlay(defaults, given)
+    name = given[BASE]
+    found = [p for p in (Path(str(name)), Path(root) / str(name)) if p.is_file()]
+    if not isinstance(name, str) or not found:
+        raise ValueError(f"{BASE}={name!r}: no config file of that name")
+    if name in seen:
+        raise ValueError(f"{BASE}={name!r}: a chain of bases that comes back to it")
+    base = with_base(yaml.safe_load(found[0].read_text()) or {}, root, defaults, (*seen, name))
+    return overlay(base, {k: v for k, v in given.items() if k != BASE})
+
+
 def config_of(root: str | Path, *files: str | Path, defaults: dict | None = None) -> dict:
-    """The config a run of `files` (paths relative to `root`, in order) gets: each merged onto
-    the defaults (`DEFAULTS` under `root`, or `defaults` where the caller has read them) with
-    `overlay`."""
+    """The config a run of `files` (paths relative to `root`, in order) gets: the files merged
+    key by key in order, onto the defaults (`DEFAULTS` under `root`, or `defaults` where the
+    caller has read them) or onto the `base:` they name (`with_base`)."""
     root = Path(root)
     config = yaml.safe_load((root / DEFAULTS).read_text()) if defaults is None else defaults
+    given: dict = {}
     for f in files:
-        config = overlay(config, yaml.safe_load((root / f).read_text()) or {})
-    return config
+        given = combined(given, yaml.safe_load((root / f).read_text()) or {})
+    return with_base(given, root, config)
+
+
+def combined(first: dict, then: dict) -> dict:
+    """Two config files as Snakemake merges --configfile files (snakemake.utils.update_config):
+    `then` onto `first` key by key, a mapping into a mapping, any other value (a null too)
+    replacing; the nulls stay, for `overlay` to remove what they name."""
+    out = copy.deepcopy(first)
+    for key, value in then.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = combined(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
