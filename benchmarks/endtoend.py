@@ -204,19 +204,19 @@ def default_run(base: Path) -> dict:
     return run([sys.executable, "-m", "snakemake", "--cores", "2"], work)
 
 
-def train_step(rounds: int = 5, steps: int = 4) -> dict:
-    """Seconds per optimiser step of the training study's model (L = 24, Pre-LN, both seeds in
-    one batched step) by depthlab.core.train and by the plain loop (one seed's model; times the
-    seed count for the same work): medians over `rounds` rounds of `steps` steps of each,
-    alternating, so that the machine's drift falls on both alike; and the step's FLOPs
-    (cost.step_flops)."""
+def train_step(rounds: int = 5, steps: int = 4, device: str = "cpu", depth: int = 24) -> dict:
+    """Seconds per optimiser step on `device` of the training study's model (L = `depth`,
+    Pre-LN, both seeds in one batched step) by depthlab.core.train and by the plain loop (one
+    seed's model; times the seed count for the same work): medians over `rounds` rounds of
+    `steps` steps of each, alternating, so that the machine's drift falls on both alike; and the
+    step's FLOPs (cost.step_flops)."""
     config = yaml.safe_load((ROOT / "config/config.yaml").read_text())
     spec = config["studies"]["training"]
-    s = RunSettings(**{**spec["settings"], "placement": "pre", "depth": 24})
+    s = RunSettings(**{**spec["settings"], "placement": "pre", "depth": depth, "device": device})
     ts = TrainSettings.from_mapping({**spec["training"], "warmup_steps": 0})
     model = build_model(s, s.seed_list())
     opt = optimizer(model, ts)
-    ids = torch.randint(0, s.head_classes, (s.seeds, s.batch, s.tokens + 1))
+    ids = torch.randint(0, s.head_classes, (s.seeds, s.batch, s.tokens + 1)).to(device)
 
     def depthlab_step() -> None:
         opt.zero_grad(set_to_none=True)
@@ -229,7 +229,7 @@ def train_step(rounds: int = 5, steps: int = 4) -> dict:
     times = {name: [] for name in steppers}
     for round_ in range(rounds + 1):  # the first round warms up
         for name, step in steppers.items():
-            seconds = [compute.timed(step) for _ in range(steps)]
+            seconds = [compute.timed(step, device) for _ in range(steps)]
             if round_:
                 times[name] += seconds
     depthlab = statistics.median(times["depthlab"])

@@ -4,18 +4,22 @@ scale study's L = 1024 cells.
 
     .venv/bin/python -m benchmarks.gpu_check [--out results/benchmarks/gpu_check.csv]
 
-Run by benchmarks/gpu_check.sh on a machine with a GPU; on one without, it compares the CPU
-with itself (every difference 0) so the script is tested here. Each cell is drawn on the CPU
+benchmarks/gpu_bench.sh (the device check of a GPU machine) reuses its cells, `compare` and
+`largest_difference`. Run alone on a machine with a GPU; on one without, it compares the CPU
+with a second CPU run (every difference 0). Each cell is drawn on the CPU
 (depthlab.core.model.build: a seed gives the same weights on every device), then measured on
-each device; the table has one row per cell: the largest relative difference of any probe row,
-the seconds on each device and their ratio.
+each device; the table has one row per cell: the largest relative difference of any probe
+row, the seconds on each device and their ratio.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import numpy as np
@@ -32,19 +36,28 @@ ROOT = Path(__file__).resolve().parents[1]
 TOLERANCE = 1e-10  # float64: the same operations in another order on another device
 
 
-def cells() -> list[tuple[str, RunSettings]]:
-    """The tiny study's cells (its first cell of each job) and the scale study's L = 1024 cells
-    of Pre-LN and DeepNorm at 2 seeds, forward-only and with the gradient."""
+def tiny_cells() -> list[tuple[str, RunSettings]]:
+    """The tiny study's cells: the first cell of each of its measure jobs."""
     tiny = config_of(ROOT, "config/tiny.yaml")
-    found = [(f"tiny/{j.study}/{j.arm}/{j.job}", j.cells[0].settings) for j in study_jobs(tiny)
-             if "training" not in tiny["studies"][j.study]]
-    scale = config_of(ROOT, "config/scale.yaml")
-    for job in study_jobs(scale):
+    return [(f"tiny/{j.study}/{j.arm}/{j.job}", j.cells[0].settings) for j in study_jobs(tiny)
+            if "training" not in tiny["studies"][j.study]]
+
+
+def scale_cells(depth: int = 1024) -> list[tuple[str, RunSettings]]:
+    """The scale study's cells at `depth` of Pre-LN and DeepNorm at 2 seeds, forward-only and
+    with the gradient."""
+    found = []
+    for job in study_jobs(config_of(ROOT, "config/scale.yaml")):
         for cell in job.cells:
             s = cell.settings
-            if s.depth == 1024 and s.placement in ("pre", "deepnorm"):
+            if s.depth == depth and s.placement in ("pre", "deepnorm"):
                 found.append((f"scale/{job.arm}/{cell.label}", dataclasses.replace(s, seeds=2)))
     return found
+
+
+def cells() -> list[tuple[str, RunSettings]]:
+    """The tiny study's cells and the scale study's L = 1024 cells."""
+    return tiny_cells() + scale_cells()
 
 
 def largest_difference(a: pd.DataFrame, b: pd.DataFrame) -> float:
@@ -59,25 +72,34 @@ def largest_difference(a: pd.DataFrame, b: pd.DataFrame) -> float:
     return float(((x - y).abs() / scale.where(scale > 0, 1.0)).max())
 
 
-def check(device: str) -> pd.DataFrame:
-    """One row per cell: the largest relative difference of `device` against the CPU, and the
-    seconds of each (the device's measured after one warm-up call of the cell)."""
-    rows = []
-    for name, s in cells():
-        frames, seconds = {}, {}
-        for where in ("cpu", device):
-            run = dataclasses.replace(s, device=where)
-            if where != "cpu":
-                measure_cell(run, pass_plan(run))  # warm-up: kernels, allocator
+def compare(s: RunSettings, device: str,
+            watch: Callable[[], AbstractContextManager] = contextlib.nullcontext,
+            ) -> tuple[float, float, float]:
+    """One cell measured on the CPU, then on `device` (after one warm-up call there unless it is
+    the CPU; `watch()` entered around its timed call): the largest relative difference
+    (`largest_difference`) and the seconds of each."""
+    frames, seconds = [], []
+    for where, around in (("cpu", contextlib.nullcontext), (device, watch)):
+        run = dataclasses.replace(s, device=where)
+        if where != "cpu":
+            measure_cell(run, pass_plan(run))  # warm-up: kernels, allocator
+        with around():
             start = time.perf_counter()
-            frames[where] = measure_cell(run, pass_plan(run))
+            frames.append(measure_cell(run, pass_plan(run)))
             if where == "cuda":
                 torch.cuda.synchronize()
-            seconds[where] = time.perf_counter() - start
-        rows.append({"cell": name, "dtype": s.dtype, "largest_rel_diff":
-                     largest_difference(frames["cpu"], frames[device]),
-                     "cpu_s": seconds["cpu"], f"{device}_s": seconds[device],
-                     "speedup": seconds["cpu"] / seconds[device]})
+            seconds.append(time.perf_counter() - start)
+    return largest_difference(*frames), *seconds
+
+
+def check(device: str) -> pd.DataFrame:
+    """One row per cell: the largest relative difference of `device` against the CPU, and the
+    seconds of each (`compare`)."""
+    rows = []
+    for name, s in cells():
+        worst, cpu_s, device_s = compare(s, device)
+        rows.append({"cell": name, "dtype": s.dtype, "largest_rel_diff": worst,
+                     "cpu_s": cpu_s, f"{device}_s": device_s, "speedup": cpu_s / device_s})
     return pd.DataFrame(rows)
 
 

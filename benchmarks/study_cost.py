@@ -6,7 +6,7 @@ machine, on a Slurm cluster of CPU nodes and on one GPU node:
 - CPU: every measure job's predicted seconds on a core of its own; the wall time of `cores`
   cores per node on N nodes is the longest-first schedule of the jobs (a lower bound on what
   Snakemake's scheduler, which does not know the costs, achieves).
-- GPU (an estimate from the model, not a measurement: benchmarks/gpu_check.sh measures it where
+- GPU (an estimate from the model, not a measurement: benchmarks/gpu_bench.sh measures it where
   a GPU is lent): the CPU-side terms stay (start-up, drawing the weights, which the project does
   on the CPU so that a seed gives the same model on every device, and each block call's
   dispatch as fitted here), the FLOPs run at GPU_FLOPS_PER_S of the dtype and the probes'

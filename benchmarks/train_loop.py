@@ -58,15 +58,16 @@ class CharModel(nn.Module):
 
 
 def stepper(s: RunSettings, ts: TrainSettings) -> Callable[[], None]:
-    """One optimiser step of one seed's model (forward, backward, AdamW) on a fixed batch."""
+    """One optimiser step of one seed's model (forward, backward, AdamW) on a fixed batch, on
+    the settings' device (drawn on the CPU, then moved)."""
     torch.manual_seed(0)
-    model = CharModel(s)
+    model = CharModel(s).to(s.device)
     decay = [p for p in model.parameters() if p.ndim >= 2]
     rest = [p for p in model.parameters() if p.ndim < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": ts.weight_decay},
                              {"params": rest, "weight_decay": 0.0}], lr=ts.lr,
                             betas=(ts.beta1, ts.beta2), eps=ts.eps)
-    ids = torch.randint(0, s.head_classes, (s.batch, s.tokens + 1))
+    ids = torch.randint(0, s.head_classes, (s.batch, s.tokens + 1)).to(s.device)
 
     def step() -> None:
         opt.zero_grad(set_to_none=True)

@@ -1,16 +1,20 @@
 """benchmarks/ at a toy size: the plain scripts the end-to-end comparison times do the same work
-as depthlab (the same numbers per seed), and the cost report runs on a config."""
+as depthlab (the same numbers per seed), the cost report runs on a config, and the GPU machine's
+device check runs here on the CPU."""
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 import subprocess
 import sys
+import time
 
+import pandas as pd
 import pytest
 import torch
-from conftest import ROOT
+from conftest import ROOT, snakemake_env
 
 from benchmarks import plain
 from depthlab.core.measure import measure_cell
@@ -59,8 +63,6 @@ def test_gpu_check_judges_a_difference_against_its_metric_s_size():
     """A difference of 1e-9 on a small value of a metric whose values reach 1e4 (a variance
     increment computed from two variances near 1e4) is round-off; on a metric of size 1 it is
     not (benchmarks/gpu_check.largest_difference)."""
-    import pandas as pd
-
     from benchmarks.gpu_check import largest_difference
 
     def frame(delta: float, other: float) -> pd.DataFrame:
@@ -71,3 +73,36 @@ def test_gpu_check_judges_a_difference_against_its_metric_s_size():
     assert largest_difference(frame(0, 0), frame(1e-9, 0)) == pytest.approx(1e-13)
     assert largest_difference(frame(0, 0), frame(0, 1e-9)) == pytest.approx(2e-9)
     assert largest_difference(frame(0, 0), frame(0, 0)) == 0
+
+
+@pytest.mark.workflow
+def test_the_device_check_runs_on_the_cpu(tmp_path):
+    """`bash benchmarks/gpu_bench.sh --quick` (every part at a toy size) with the CPU as the
+    device: it exits 0 and prints the five parts, each with a finite ratio, and the float64
+    runs of the CPU against the CPU are bit-identical (the pipeline is deterministic)."""
+    env = {**snakemake_env(), "PYTHON": sys.executable, "OUT": str(tmp_path)}
+    done = subprocess.run(["bash", "benchmarks/gpu_bench.sh", "--quick", "--device", "cpu"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    table = pd.read_csv(tmp_path / "gpu_bench.csv")
+    assert [p.split()[0] for p in table["part"]] == ["1", "2", "3", "4", "5"]
+    for part in table["part"]:
+        assert part in done.stdout
+    assert (table["device"] == "cpu").all()
+    assert all(math.isfinite(r) and r > 0 for r in table["ratio"]), table
+    differences = table["largest_rel_diff"].dropna()
+    assert len(differences) == 4 and (differences == 0).all(), table  # not the training step
+    assert "GPU busy n/a (no GPU)" in table["notes"].iloc[4]
+
+
+def test_the_busy_sampler_averages_its_samples():
+    """benchmarks/gpu_bench.Busy: a reading every `every` seconds while its block runs."""
+    from benchmarks.gpu_bench import Busy
+
+    readings = iter([20.0, 40.0] * 100)
+    with Busy(lambda: next(readings), every=0.01) as busy:
+        time.sleep(0.2)
+    assert len(busy.values) >= 4
+    assert busy.percent == pytest.approx(sum(busy.values) / len(busy.values))
+    assert 20 <= busy.percent <= 40
+    assert not busy.thread.is_alive()
