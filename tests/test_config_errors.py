@@ -112,6 +112,11 @@ CASES = [
      ["studies.stack96.arms.a", "jacobian_dirs=2.5", "integer"]),
     ("update_lr_negative_in_grid", {(*AXES, "update_lr"): [-0.001]},
      ["studies.stack96.arms.a", "update_lr=-0.001", "non-negative"]),
+    ("update_optimizer_unknown", {(*SETTINGS, "update_lr"): 0.001,
+                                  (*SETTINGS, "update_optimizer"): "rmsprop"},
+     ["update_optimizer='rmsprop'", "'adam', 'sgd'"]),
+    ("update_optimizer_without_update_lr_in_grid", {(*AXES, "update_optimizer"): ["sgd"]},
+     ["studies.stack96.arms.a", "update_optimizer='sgd'", "update_lr > 0"]),
     # the probes that run the model again need every block held in one pass
     ("jacobian_in_a_forward_only_pass", {(*SETTINGS, "jacobian_dirs"): 2,
                                          (*SETTINGS, "grad_of"): "none"},

@@ -6,6 +6,8 @@ end through Snakemake."""
 
 from __future__ import annotations
 
+from itertools import product
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -19,7 +21,7 @@ from depthlab.planner.overlay import config_of
 from depthlab.planner.validate import check_config
 from depthlab.studies import BY_NAME, TARGETS
 from depthlab.studies.fixes import tables
-from depthlab.studies.fixes.fit import CALIBRATED, FIX_LABELS, QUANTITIES, fit
+from depthlab.studies.fixes.fit import CALIBRATED, FIX_LABELS, LINEAR_TOLERANCE, QUANTITIES, fit
 from depthlab.vocabulary.placements import ORDER, PLACEMENTS
 from depthlab.vocabulary.settings import ConfigError
 
@@ -29,11 +31,16 @@ SMALL = {"d_model": 8, "heads": 2, "tokens": 8, "seeds": 3, "grad_of": "params"}
 WEIGHTED = [p for p in ORDER if p != "rezero"]  # ReZero's weights get no gradient at init
 OWN_INIT = [p for p in ORDER if PLACEMENTS[p].own_init]  # their papers' or official code's init
 COMMON_INIT = [p for p in ORDER if p not in OWN_INIT]  # the placements the init axis covers
+# the update as a linear response (arm update_response): its placements, lrs and first steps
+RESPONSE_PLACEMENTS = ["post", "pre", "deepnorm", "deepnorm_torchscale"]
+LRS = [1e-5, 1e-4, 1e-3]
+STEPS = ["sgd", "adam"]
 
 
 def small_config() -> dict:
-    """A depth arm of every placement, a width arm, a calibrated Pre-LN arm and the central
-    claims' arm (the Jacobian and update probes), all small."""
+    """A depth arm of every placement, a width arm, a calibrated Pre-LN arm, the central
+    claims' arm (the Jacobian and update probes) and the update as a linear response (two
+    placements, every lr and first step), all small."""
     every = list(ORDER)
     calib = {"d_model": 16, "tokens": 16, "seeds": 6}
     return {"studies": {"fixes": {"settings": SMALL, "arms": {
@@ -52,6 +59,9 @@ def small_config() -> dict:
         "central": {"settings": {"jacobian_dirs": 2, "update_lr": 1e-3},
                     "axes": {"placement": every, "depth": list(DEPTHS)},
                     "pack": ["placement", "depth"]},
+        "update_response": {"axes": {"placement": ["pre", "deepnorm"], "depth": list(DEPTHS),
+                                     "update_lr": LRS, "update_optimizer": STEPS},
+                            "pack": ["placement", "depth", "update_lr", "update_optimizer"]},
     }}}}
 
 
@@ -199,6 +209,92 @@ def test_central_table_has_every_placement_at_every_depth(fits):
     assert rows(fits, "model_update", arm="depth").empty  # the other arms do not take it
 
 
+def test_the_update_response_is_the_update_per_unit_lr_and_its_linearity(fits):
+    """update_response is model_update / update_lr seed by seed; update_linearity its ratio
+    between neighbouring lrs (none at the smallest); the exponent is per optimiser and lr; the
+    table has a row per placement x first step x lr, linear where SGD is (d = 8: every lr)."""
+    arm = {"arm": "update_response", "fix": "pre", "depth": 4, "update_optimizer": "sgd"}
+    per_lr = {}
+    for lr in LRS:
+        update = rows(fits, "model_update", **arm, update_lr=lr).iloc[0]
+        response = rows(fits, "update_response", **arm, update_lr=lr).iloc[0]
+        assert np.allclose(response["seed_values"], np.array(update["seed_values"]) / lr,
+                           rtol=1e-14)
+        per_lr[lr] = np.array(response["seed_values"])
+    linearity = rows(fits, "update_linearity", **arm).sort_values("update_lr")
+    assert linearity["update_lr"].tolist() == LRS[1:]
+    for (_, row), lo, hi in zip(linearity.iterrows(), LRS, LRS[1:], strict=False):
+        assert np.allclose(row["seed_values"], per_lr[hi] / per_lr[lo], rtol=1e-14)
+    exponents = rows(fits, "model_update_exponent", arm="update_response", fix="deepnorm")
+    assert sorted(zip(exponents["update_optimizer"], exponents["update_lr"], strict=True)) == \
+        sorted((s, lr) for s in STEPS for lr in LRS)
+    assert len(rows(fits, "model_update_exponent", arm="central", fix="deepnorm")) == 1
+    table = tables.update_response(fits[fits["arm"] == "update_response"])
+    assert list(zip(table["placement"], table["first step"], table["η"], strict=True)) == [
+        (FIX_LABELS[p], tables.STEP_NAMES[s], lr) for p in ("pre", "deepnorm")
+        for s in ("adam", "sgd") for lr in LRS]
+    assert list(table.columns) == ["placement", "first step", "η",
+                                   *(f"dF/η, L = {d}" for d in DEPTHS),
+                                   "exponent across depths", "linear regime"]
+    assert (table.loc[table["first step"] == "SGD", "linear regime"] == "yes").all()
+    assert not table.isin(["—"]).any().any()
+
+
+def synthetic_update_table(exponent: float, depths=(6, 12, 24, 48), seeds: int = 4,
+                           bent: float = 1.2) -> pd.DataFrame:
+    """A tidy table of the update_response arm, the forward probes the fit needs (constant
+    profiles) and model_update with dF/η = c_seed L^exponent for every placement, first step
+    and lr, but Adam's at lr 1e-3 from L = 24 on, which is `bent` times that (beyond the linear
+    regime)."""
+    out = []
+    for placement, depth, lr, step in product(("pre", "deepnorm"), depths, LRS, STEPS):
+        cell = {"arm": "update_response", "label": f"{placement}-{depth}-{lr}-{step}",
+                "placement": placement, "depth": depth, "d_model": 8, "heads": 2,
+                "init": "torch_default", "bias": True, "grad_of": "params", "update_lr": lr,
+                "update_optimizer": step}
+        profiles = {"stream_rms": {k: 1 + 0.01 * k for k in range(depth + 1)},
+                    "omega_abs": {k: 0.5 / k for k in range(1, depth + 1)},
+                    "token_corr": {k: 0.1 for k in range(depth + 1)}}
+        bend = bent if (step, lr) == ("adam", 1e-3) and depth >= 24 else 1.0
+        for seed in range(seeds):
+            out += [{**cell, "seed": seed, "layer": k, "sublayer": "block", "metric": metric,
+                     "value": value}
+                    for metric, profile in profiles.items() for k, value in profile.items()]
+            out.append({**cell, "seed": seed, "layer": depth, "sublayer": "head",
+                        "metric": "model_update",
+                        "value": lr * (1 + 0.1 * seed) * depth ** exponent * bend})
+    return pd.DataFrame(out)
+
+
+@pytest.mark.parametrize("exponent", [0.0, 0.574, -0.5])
+def test_the_update_exponent_recovers_a_power_law(exponent):
+    """On a synthetic table with dF/η = c L^a per seed, the fit's exponent across depths is a
+    for every seed, placement, first step and lr (the lr cancels) with an interval of width 0;
+    a response 1.2 times as large from L = 24 on is not linear there (ratio 1.2 > 1 +
+    LINEAR_TOLERANCE), and its lr's exponent moves by the OLS slope of that step."""
+    fits = fit(synthetic_update_table(exponent), {})
+    exponents = rows(fits, "model_update_exponent")
+    assert len(exponents) == 2 * len(LRS) * len(STEPS)
+    straight = exponents[~((exponents["update_optimizer"] == "adam")
+                           & (exponents["update_lr"] == 1e-3))]
+    for _, row in straight.iterrows():
+        assert np.allclose(row["seed_values"], exponent, rtol=0, atol=1e-12)
+        assert row["ci_lo"] == pytest.approx(exponent, abs=1e-12)
+        assert row["ci_hi"] == pytest.approx(exponent, abs=1e-12)
+    bent = exponents[(exponents["update_optimizer"] == "adam") & (exponents["update_lr"] == 1e-3)]
+    x = np.log([6, 12, 24, 48])
+    shift = np.polyfit(x, np.log([1, 1, 1.2, 1.2]), 1)[0]
+    assert np.allclose(np.stack(bent["seed_values"]), exponent + shift, atol=1e-12)
+    assert LINEAR_TOLERANCE == 0.05
+    table = tables.update_response(fits).set_index(["placement", "first step", "η"])
+    regime = table["linear regime"]
+    assert regime[(FIX_LABELS["pre"], "Adam", 1e-3)] == "no at L = 24, 48"
+    assert regime[(FIX_LABELS["pre"], "Adam", 1e-4)] == "yes"
+    assert (regime.drop(index=(FIX_LABELS["pre"], "Adam", 1e-3)).drop(
+        index=(FIX_LABELS["deepnorm"], "Adam", 1e-3)) == "yes").all()
+    assert table["exponent across depths"].str.fullmatch(r"\S+ \[\S+, \S+\]").all()
+
+
 def test_gradient_readings_table_has_every_placement_under_every_reading(fits):
     """Each placement at the depth the reading arms share, under each reading measured; the
     all-parameters MSE cell is the depth arm's (the same cell as probes_at_depth's); ReZero's
@@ -250,6 +346,10 @@ def test_configs_have_the_same_keys_and_every_placement():
                 common = [p for p in COMMON_INIT if p in WEIGHTED or not weights]
                 assert placements == common, placements
                 continue
+            if "update_optimizer" in axes:  # the update as a linear response
+                assert placements == RESPONSE_PLACEMENTS, placements
+                assert axes["update_lr"] == LRS and axes["update_optimizer"] == STEPS
+                continue
             assert placements in (list(ORDER), ["pre"], OWN_INIT,
                                   *([WEIGHTED] if weights else [])), placements
     for config in (full, tiny):
@@ -295,6 +395,15 @@ def test_tiny_fixes_study_end_to_end(tiny_fixes_run):
     assert at96["placement"].tolist() == [FIX_LABELS[p] for p in ORDER]
     assert at96.set_index("placement").loc[FIX_LABELS["rezero"],
                                            "stream growth rms(x_L)/rms(x_0)"] == "1 [1, 1]"
+    response = pd.read_csv(work / "results/tables/fixes_update_response.csv")
+    assert list(zip(response["placement"], response["first step"], response["η"],
+                    strict=True)) == [(FIX_LABELS[p], tables.STEP_NAMES[s], lr)
+                                      for p in RESPONSE_PLACEMENTS for s in ("adam", "sgd")
+                                      for lr in LRS]
+    assert {"dF/η, L = 2", "dF/η, L = 8", "exponent across depths"} <= set(response.columns)
+    assert response["linear regime"].notna().all()
+    for ext in ("png", "svg", "pdf"):
+        assert (work / f"results/figures/fixes_update_response.{ext}").stat().st_size > 0
     trained = pd.read_csv(work / "results/tables/fixes_training.csv")
     assert len(trained) == 2 * len(ORDER)
     assert sorted(trained["warmup steps"].unique()) == [0, 3]

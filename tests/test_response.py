@@ -1,6 +1,7 @@
 """The probes that run the model again (depthlab.core.response): the input-output Jacobian's
 products against autograd's and against the dense Jacobian, ReZero's identity at init, the input
-LN's scale invariance, and the update after Adam's first step against its first-order form."""
+LN's scale invariance, and the update after the first optimiser step against its first-order
+form, against a hand-written step (SGD's) and against Adam's written out."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from depthlab.core.measure import run_pass
 from depthlab.core.model import Draw, build, forward, per_seed_loss
-from depthlab.core.response import directions, jacobian, linearised, model_update
+from depthlab.core.probes import rms
+from depthlab.core.response import directions, first_step, jacobian, linearised, model_update
 from depthlab.planner.cost import pass_plan
 from depthlab.vocabulary.placements import ORDER
 from depthlab.vocabulary.settings import RunSettings
@@ -136,6 +138,71 @@ def test_rezero_s_update_is_its_alphas_times_the_branches():
     streams = values(probes, "update_stream")
     assert (streams[:, 0] == 0).all()  # no input LN: the input does not move
     assert torch.equal(streams[:, -1], values(probes, "model_update")[:, 0])  # no final norm
+
+
+def hand_step(params, draw, s: RunSettings, step) -> tuple[list, torch.Tensor]:
+    """The leaves after one step written out by hand, θ + step(g) for each leaf θ and its
+    gradient g (torch.autograd.grad of the summed per-seed loss on a pass of its own), and the
+    head input at init."""
+    leaves = params.leaves()
+    y, _ = forward(params, draw.x, s)
+    grads = torch.autograd.grad(per_seed_loss(y, params, draw, s).sum(), leaves,
+                                allow_unused=True)
+    moved = [t.detach() + (torch.zeros_like(t) if g is None else step(g))
+             for t, g in zip(leaves, grads, strict=True)]
+    return moved, y.detach()
+
+
+def moved_head(params, moved: list, draw, s: RunSettings) -> torch.Tensor:
+    """The head input with the leaves replaced by `moved` (in StackParams.leaves' order)."""
+    it = iter(moved)
+    blocks = [{k: next(it) for k in b} for b in params.blocks]
+    final = {k: next(it) for k in params.final}
+    with torch.no_grad():
+        return forward(type(params)(blocks, final), draw.x, s)[0]
+
+
+@pytest.mark.parametrize("placement", ["post", "pre", "deepnorm", "deepnorm_torchscale"])
+def test_sgd_s_first_step_is_theta_minus_lr_times_the_gradient(placement):
+    """update_optimizer sgd: every leaf moves to θ − lr·g, g from torch.autograd.grad of the
+    same loss, to round-off; the update probe is the rms change of the head input it makes."""
+    lr = 1e-3
+    s = tiny(placement=placement, depth=3, update_lr=lr, update_optimizer="sgd")
+    params, draw = build(s, [0, 1])
+    moved, y = hand_step(params, draw, s, lambda g: -lr * g)
+    stepped, _, _ = first_step(params, draw, s)
+    for got, want in zip(stepped.leaves(), moved, strict=True):
+        assert torch.allclose(got, want, rtol=1e-15, atol=1e-17)
+    expected = rms(moved_head(params, moved, draw, s) - y)
+    update = values(model_update(params, draw, s), "model_update")[:, 0]
+    assert torch.allclose(update, expected, rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("placement", ["post", "pre", "deepnorm", "deepnorm_torchscale"])
+def test_sgd_s_update_per_unit_lr_converges_as_lr_goes_to_zero(placement):
+    """A linear response: dF/η = model_update / η under SGD tends to a limit as η → 0, so its
+    ratio between η = 1e-5 and 1e-6 is 1 to within 1e-3 (float64; the departure is of order η
+    times the curvature of F along the step)."""
+    s = tiny(placement=placement, depth=4, update_optimizer="sgd")
+    params, draw = build(s, [0, 1])
+    per_lr = [values(model_update(params, draw, dataclasses.replace(s, update_lr=lr)),
+                     "model_update")[:, 0] / lr for lr in (1e-6, 1e-5)]
+    assert torch.allclose(per_lr[1] / per_lr[0], torch.ones(2, dtype=torch.float64), atol=1e-3)
+
+
+@pytest.mark.parametrize("placement", ["post", "pre", "deepnorm", "rezero"])
+def test_adam_s_update_is_the_sign_step_written_out(placement):
+    """update_optimizer adam (the default) gives the model_update of Adam's first step written
+    out, Δθ = −lr·g/(|g| + 1e-8) (bias-corrected moments m = g, v = g²), bit for bit: the
+    numbers measured before the optimiser became a setting."""
+    lr = 1e-3
+    s = tiny(placement=placement, depth=3, update_lr=lr)
+    assert s.update_optimizer == "adam"
+    params, draw = build(s, [0, 1])
+    moved, y = hand_step(params, draw, s, lambda g: (g / (g.abs() + 1e-8)) * -lr)
+    change = moved_head(params, moved, draw, s) - y
+    expected = change.pow(2).mean(dim=(1, 2)).sqrt()
+    assert torch.equal(values(model_update(params, draw, s), "model_update")[:, 0], expected)
 
 
 def test_directions_are_the_seed_s_and_change_no_draw():

@@ -11,7 +11,7 @@ import torch
 from depthlab.core.measure import measure_job
 from depthlab.core.records import copied_rows
 from depthlab.planner.grid import cell
-from depthlab.planner.reuse import covers, numbers_key, reuse
+from depthlab.planner.reuse import Source, covers, numbers_key, reuse
 from depthlab.vocabulary.jobs import Job
 from depthlab.vocabulary.settings import RunSettings
 
@@ -52,17 +52,46 @@ def test_the_jacobian_and_update_probes_lend_only_what_they_measured():
     assert set(copies) == {("s", "plain", "j")} and copies[("s", "plain", "j")]["c"].arm == "both"
 
 
+def test_an_update_is_never_read_from_another_optimiser_s():
+    """Cells that differ only in update_optimizer have the same numbers but each other's
+    update probe never: neither covers the other, each owns its cell (both measured), and a
+    cell without the update probe may copy from either."""
+    adam = RunSettings(**SMALL, update_lr=1e-3)
+    sgd = dataclasses.replace(adam, update_optimizer="sgd")
+    plain = RunSettings(**SMALL)
+    assert numbers_key(adam) == numbers_key(sgd) == numbers_key(plain)
+    assert not covers(adam, sgd) and not covers(sgd, adam)
+    assert covers(sgd, plain) and covers(adam, plain)
+    # the same optimiser at another lr does not cover either
+    assert not covers(dataclasses.replace(sgd, update_lr=1e-4), sgd)
+    for order in (("adam", "sgd"), ("sgd", "adam")):
+        jobs = [job(name, update_lr=1e-3, update_optimizer=name) for name in order]
+        copies = reuse([*jobs, job("plain")], set())
+        assert set(copies) == {("s", "plain", "j")}, order
+        assert copies[("s", "plain", "j")]["c"].arm == order[0]
+    # an arm's packed update_optimizer axis (config/fixes.yaml's update_response): its Adam cell
+    # is read from central's (the same lr, and its Jacobian besides), its SGD cell measured
+    arm = Job("s", "arm", "j", tuple(cell(name, RunSettings(**SMALL, update_lr=1e-3,
+                                                            update_optimizer=name))
+                                     for name in ("sgd", "adam")))
+    central = job("central", update_lr=1e-3, jacobian_dirs=2)
+    assert reuse([arm, central], set()) == {
+        ("s", "arm", "j"): {"adam": Source("s", "central", "j", "c")}}
+
+
 def test_a_copied_cell_equals_the_measured_one_bit_for_bit():
-    """Also: the probes that run the model again (jacobian_dirs, update_lr) change no number of
-    the others."""
+    """Also: the probes that run the model again (jacobian_dirs, update_lr, with either
+    update_optimizer) change no number of the others."""
     torch.set_num_threads(1)
-    owner = job("grads", block_corr=True, jacobian_dirs=2, update_lr=1e-3)
-    for reader in (job("forward", grad_of="none"), job("plain", block_corr=False)):
-        measured = measure_job(reader)
-        shard = measure_job(owner)
-        copy = copied_rows(shard, "c", reader.cells[0])
-        copied = measure_job(reader, copies={"c": copy})
-        pd.testing.assert_frame_equal(copied, measured, check_exact=True)
+    for step in ("adam", "sgd"):
+        owner = job("grads", block_corr=True, jacobian_dirs=2, update_lr=1e-3,
+                    update_optimizer=step)
+        for reader in (job("forward", grad_of="none"), job("plain", block_corr=False)):
+            measured = measure_job(reader)
+            shard = measure_job(owner)
+            copy = copied_rows(shard, "c", reader.cells[0])
+            copied = measure_job(reader, copies={"c": copy})
+            pd.testing.assert_frame_equal(copied, measured, check_exact=True)
 
 
 def test_calibrated_and_trained_arms_neither_lend_nor_borrow():

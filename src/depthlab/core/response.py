@@ -1,8 +1,8 @@
 """Probes that run the model again: how the head input responds to a change of the input (the
-input-output Jacobian) or of the weights (one optimiser step). Both are opt-in settings
-(`jacobian_dirs`, `update_lr`) and need every block held (a pass that is neither streamed nor
-recomputed: depthlab.planner.validate rejects the others). They run their own passes on the
-cell's weights and input, so no other probe's numbers change.
+input-output Jacobian) or of the weights (one optimiser step, Adam's or SGD's). Both are opt-in
+settings (`jacobian_dirs`, `update_lr`) and need every block held (a pass that is neither
+streamed nor recomputed: depthlab.planner.validate rejects the others). They run their own
+passes on the cell's weights and input, so no other probe's numbers change.
 
 Units: the input x ~ N(0, 1), so activations and their changes are in input-sd units; a
 Jacobian maps input-sd units to input-sd units (dimensionless).
@@ -99,21 +99,36 @@ def jacobian(params: StackParams, draw: Draw, s: RunSettings,
             Probe("jacobian_max_sv", "head", [s.depth], sq_norm(image).sqrt().unsqueeze(1))]
 
 
-def adam_step(params: StackParams, draw: Draw, s: RunSettings,
-              branch_scales: BranchScales | None = None) -> tuple[StackParams, Tensor, Trace]:
-    """The weights after Adam's first step from init at learning rate s.update_lr, and the head
-    input and trace of the pass at init that gives the gradient. With the bias-corrected
-    moments m = g and v = g², Δθ = −lr g / (|g| + eps) (eps 1e-8, Adam's default; no weight
-    decay), g the gradient of the summed per-seed loss in every parameter (blocks and final:
-    StackParams.leaves; one without a gradient, such as an unused final LN, does not move).
+# each optimiser's first step from init, Δθ / lr, written in place into the gradient g
+FIRST_STEPS: dict[str, Callable[[Tensor], Tensor]] = {
+    "adam": lambda g: g.div_(g.abs().add_(ADAM_EPS)),  # g / (|g| + eps), about sign(g)
+    "sgd": lambda g: g,  # g itself
+}
+
+
+def first_step(params: StackParams, draw: Draw, s: RunSettings,
+               branch_scales: BranchScales | None = None) -> tuple[StackParams, Tensor, Trace]:
+    """The weights after the first step from init of the optimiser s.update_optimizer at
+    learning rate s.update_lr, and the head input and trace of the pass at init that gives the
+    gradient g (of the summed per-seed loss in every parameter: blocks and final,
+    StackParams.leaves; one without a gradient, such as an unused final LN, does not move):
+
+    adam: Adam's first step. With the bias-corrected moments m = g and v = g²,
+          Δθ = −lr g / (|g| + eps) (eps 1e-8, Adam's default; no weight decay): about
+          −lr sign(g), a step of lr on every weight whatever its gradient;
+    sgd:  plain gradient descent, Δθ = −lr g: the small-step, linear response of DeepNet's
+          bounded update (Wang et al. 2022, "DeepNet: Scaling Transformers to 1,000 Layers",
+          arXiv 2203.00555: ||ΔF|| = O(η)).
+
     Its own autograd pass: the gradients the probes read are untouched."""
     leaves = params.leaves()
     with torch.enable_grad():
         y, trace = forward(params, draw.x.detach(), s, branch_scales)
         loss = per_seed_loss(y, params, draw, s).sum()
         grads = torch.autograd.grad(loss, leaves, allow_unused=True, materialize_grads=True)
-    # in place: each gradient's memory becomes its moved parameter, θ − lr g / (|g| + eps)
-    moved = {id(t): g.div_(g.abs().add_(ADAM_EPS)).mul_(-s.update_lr).add_(t.detach())
+    step = FIRST_STEPS[s.update_optimizer]
+    # in place: each gradient's memory becomes its moved parameter, θ − lr step(g)
+    moved = {id(t): step(g).mul_(-s.update_lr).add_(t.detach())
              for t, g in zip(leaves, grads, strict=True)}
     blocks = [{k: moved[id(v)] for k, v in b.items()} for b in params.blocks]
     return StackParams(blocks, {k: moved[id(v)] for k, v in params.final.items()}), y, trace
@@ -124,15 +139,16 @@ def model_update(params: StackParams, draw: Draw, s: RunSettings,
                  branch_scales: BranchScales | None = None) -> list[Probe]:
     """DeepNet's bounded model update (Wang et al. 2022, "DeepNet: Scaling Transformers to
     1,000 Layers", arXiv 2203.00555: the magnitude of the model update ||ΔF||; the section
-    could not be confirmed): how far Adam's first step at learning rate update_lr from init
-    (`adam_step`) moves the model on the same input x, per seed:
+    could not be confirmed): how far the first step of update_optimizer at learning rate
+    update_lr from init (`first_step`: Adam's, or SGD's) moves the model on the same input x,
+    per seed:
 
     model_update:  rms(F(θ + Δθ) − F(θ)) over the head input F (sublayer 'head', layer L);
     update_stream: rms(x_l(θ + Δθ) − x_l(θ)) of the stream after block l (sublayer 'block',
                    l = 0..L; l = 0 moves only where an input LN has weights).
 
     Input-sd units (x ~ N(0, 1)); to first order proportional to update_lr."""
-    stepped, y, before = adam_step(params, draw, s, branch_scales)
+    stepped, y, before = first_step(params, draw, s, branch_scales)
     moved_y, after = forward(stepped, draw.x, s, branch_scales)
     streams = [rms(b - a) for a, b in zip(before.stream, after.stream, strict=True)]
     return [Probe("model_update", "head", [s.depth], rms(moved_y - y).unsqueeze(1)),

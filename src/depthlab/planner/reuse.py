@@ -7,10 +7,11 @@ final norm as resolved, the seed batches as resolved). What is probed may differ
 takes no gradients (grad_of none) reads every forward probe of one that does, whose values are
 the same (autograd changes no forward number), and a cell without the pairwise block
 correlations, the Jacobian probe (jacobian_dirs) or the update probe (update_lr) reads one with
-them (with the same directions, the same learning rate). The owner of a group of such cells is
-the one with the most probes (then the first in config order); it is measured, the others copy
-its rows. Calibrated arms (their numbers depend on a calibration) and training studies are never
-shared.
+them (with the same directions; the same learning rate and the same first step,
+update_optimizer: an update is never read from another optimiser's). The owner of a group of
+such cells is the one with the most probes (then the first in config order); it is measured,
+the others copy its rows. Calibrated arms (their numbers depend on a calibration) and training
+studies are never shared.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from depthlab.vocabulary.paths import SHARD
 from depthlab.vocabulary.settings import RunSettings
 
 # settings that say what is probed, not what is computed
-PROBE_OPTIONS = ("grad_of", "block_corr", "jacobian_dirs", "update_lr")
+PROBE_OPTIONS = ("grad_of", "block_corr", "jacobian_dirs", "update_lr", "update_optimizer")
 # settings that say how the seeds are split into passes (the split itself is in the key)
 SPLIT_OPTIONS = ("seed_batch", "pass_mb")
 
@@ -43,11 +44,13 @@ def numbers_key(s: RunSettings) -> str:
 
 
 def covers(owner: RunSettings, reader: RunSettings) -> bool:
-    """Whether the owner's rows hold every probe the reader's cell would measure."""
+    """Whether the owner's rows hold every probe the reader's cell would measure (an update
+    only from a step of the same optimiser at the same learning rate)."""
     gradients = reader.grad_of in ("none", owner.grad_of)
+    update = not reader.update_lr or (
+        (reader.update_lr, reader.update_optimizer) == (owner.update_lr, owner.update_optimizer))
     return (gradients and (owner.block_corr or not reader.block_corr)
-            and reader.jacobian_dirs in (0, owner.jacobian_dirs)
-            and reader.update_lr in (0, owner.update_lr))
+            and reader.jacobian_dirs in (0, owner.jacobian_dirs) and update)
 
 
 def _rank(s: RunSettings) -> tuple[bool, ...]:

@@ -152,16 +152,27 @@ KEYS: dict[str, Key] = {
         least=0,
     ),
     "update_lr": Key(
-        "lr > 0: also record how far Adam's first step from init at this learning rate (Δθ = "
-        "−lr·g/(abs(g) + 1e-8) ≈ −lr·sign(g) on every parameter) moves the head input, "
-        "`model_update`, and the stream after each block, `update_stream` (rms, input-sd "
-        "units; DeepNet's bounded update, Wang et al. 2022); about 4 extra forward passes "
-        "(`depthlab.core.response.model_update`); needs every block held, as `jacobian_dirs`",
+        "lr > 0: also record how far the first step from init of `update_optimizer` at this "
+        "learning rate moves the head input, `model_update`, and the stream after each block, "
+        "`update_stream` (rms, input-sd units; DeepNet's bounded update, Wang et al. 2022); "
+        "about 4 extra forward passes (`depthlab.core.response.model_update`); needs every "
+        "block held, as `jacobian_dirs`",
         summary=(
-            "also record how far Adam's first step at this learning rate moves the head input and"
-            " the stream (0 = off)"
+            "also record how far the first optimiser step at this learning rate moves the head "
+            "input and the stream (0 = off)"
         ),
         least=0,
+    ),
+    "update_optimizer": Key(
+        "the first step the update probe (`update_lr`) takes: `adam`, Adam's first step, "
+        "Δθ = −lr·g/(abs(g) + 1e-8) ≈ −lr·sign(g) on every parameter (a step of lr whatever "
+        "the gradient); `sgd`, Δθ = −lr·g (the linear response DeepNet's bound is about); g "
+        "the same gradient of the loss in every parameter "
+        "(`depthlab.core.response.first_step`); `sgd` needs `update_lr` > 0",
+        summary=(
+            "the update probe's first step: adam (−lr·g/(|g| + 1e-8), about −lr·sign(g)) or "
+            "sgd (−lr·g)"
+        ),
     ),
     "block": Key(
         "your own block instead of the placement's: a factory called as `function(settings)` "

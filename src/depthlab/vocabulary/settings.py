@@ -17,6 +17,7 @@ DEVICES = ("cpu", "cuda")
 LOSSES = ("mse", "cross_entropy")
 GRAD_OF = ("params", "weights", "input", "none")
 FINAL_NORMS = ("auto", "on", "off")
+UPDATE_OPTIMIZERS = ("adam", "sgd")  # the first step of the update probe (update_lr)
 # the allowed values of each setting that has a fixed set (the schema's enums match: a test)
 CHOICES = {
     "placement": tuple(PLACEMENTS),
@@ -28,6 +29,7 @@ CHOICES = {
     "loss": LOSSES,
     "grad_of": GRAD_OF,
     "final_norm": FINAL_NORMS,
+    "update_optimizer": UPDATE_OPTIMIZERS,
 }
 
 
@@ -88,6 +90,7 @@ class RunSettings:
     block_corr: bool = False
     jacobian_dirs: int = 0
     update_lr: float = 0.0
+    update_optimizer: str = "adam"
     block: str = ""
 
     @classmethod
@@ -129,6 +132,11 @@ class RunSettings:
         ):
             raise ConfigError(
                 f"{where}: update_lr={self.update_lr!r} must be a non-negative finite number"
+            )
+        if self.update_optimizer != "adam" and not self.update_lr:
+            raise ConfigError(
+                f"{where}: update_optimizer={self.update_optimizer!r} takes a step only with "
+                "update_lr > 0 (the update probe is off)"
             )
         placement = PLACEMENTS[self.placement]
         if not placement.residual and self.skip_scale != 1:

@@ -11,11 +11,13 @@ from dataclasses import dataclass
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.lines import Line2D
 from matplotlib.ticker import NullLocator
 
 from depthlab.analysis.omega import formula_abs
 from depthlab.analysis.select import pick
 from depthlab.analysis.style import (
+    CI,
     PLACEMENT_STYLE,
     PROBE_AXES,
     band,
@@ -38,6 +40,7 @@ from depthlab.studies.fixes.tables import (
     width_depth,
 )
 from depthlab.vocabulary.placements import FAMILIES, LABELS, PALETTE, PLACEMENTS
+from depthlab.vocabulary.settings import UPDATE_OPTIMIZERS
 
 # the placements' look, and the calibrated Pre-LN variant's: the first colour no placement
 # takes, dashed
@@ -234,6 +237,47 @@ def model_update(fits: pd.DataFrame):
     depth, log-log, a panel per family (DeepNet's bounded update: flat in L where bounded)."""
     return _families([Row(pick(fits, quantity="model_update"), "depth", DEPTH,
                           "rms(F(θ+Δθ) − F(θ))\n(input-sd units)")])
+
+
+# the update_response figure: a line style per learning rate (the largest solid), a panel per
+# first step (update_optimizer) titled with its Δθ
+LR_DASHES = ("", (4, 1.5), (1, 1.5), (5, 1.5, 1, 1.5))
+STEP_TITLES = {"adam": "Adam's first step, Δθ = −η·g/(|g| + 1e-8)",
+               "sgd": "SGD's first step, Δθ = −η·g"}
+
+
+def update_response(fits: pd.DataFrame):
+    """The head input's change per unit learning rate, dF/η = rms(F(θ + Δθ) − F(θ)) / η,
+    against depth, log-log, a panel per first step (Adam's, SGD's), a curve per placement (the
+    registry's colour and marker) and learning rate η (line style); the mean across seeds with
+    the 95% t-interval of the seed mean as a band. Where η is in the linear regime the curves
+    of its η lie on each other."""
+    response = pick(fits, quantity="update_response")
+    steps = [s for s in UPDATE_OPTIMIZERS if s in set(response["update_optimizer"])]
+    lrs = sorted(response["update_lr"].unique(), reverse=True)
+    dashes = {lr: LR_DASHES[i % len(LR_DASHES)] for i, lr in enumerate(lrs)}
+    # a curve per (placement, η), named 'fix η'; its style the placement's, dashed by η
+    style = {f"{fix} {lr:g}": {**FIX_STYLE[fix], "dashes": dashes[lr]} for fix in FIX_STYLE
+             for lr in lrs}
+    response = response.assign(curve=[f"{fix} {lr:g}" for fix, lr in zip(
+        response["fix"], response["update_lr"], strict=True)])
+    fig, axes = grid(1, len(steps), 2.6, 2.4)
+    drawn = []
+    for ax, step in zip(axes[0], steps, strict=True):
+        frame = response[response["update_optimizer"] == step]
+        drawn += [c.split()[0] for c in curves(ax, frame, "depth", by="curve", style=style,
+                                               spread=CI)]
+        log_scale(ax, "x", "y")
+        ax.set_title(STEP_TITLES[step])
+        ax.set_xlabel(DEPTH)
+        ax.set_ylabel("rms(F(θ+Δθ) − F(θ)) / η\n(input-sd units per unit η)")
+    rates = [(Line2D([], [], color="0.3", lw=1, **({"dashes": dashes[lr]} if dashes[lr] else {})),
+              f"η = {lr:g}") for lr in lrs]
+    placements = [f for f in FIX_STYLE if f in drawn]
+    # two rows: the columns the legend asks matplotlib for are then the ones it lays out
+    legend(fig, placements, FIX_STYLE, extra=rates, notes=[spread_label(response, CI)],
+           ncol=-(-(len(placements) + len(rates) + 1) // 2))
+    return fig
 
 
 def carry(fits: pd.DataFrame):

@@ -10,8 +10,10 @@ stage (an arm with `calibrate_from`, recognised by its `branch_scale` rows).
 
 Quantities (QUANTITIES says each one's meaning and units): per block, the raw probes; per cell,
 one number per seed (gradient ratio, stream growth, omega's decay rate, ...; where the arm sets
-jacobian_dirs and update_lr, the Jacobian's singular values and the update after one Adam step);
-across the depths of an arm, log-log exponents.
+jacobian_dirs and update_lr, the Jacobian's singular values and the update after the first step
+of update_optimizer, Adam's or SGD's, and that update per unit learning rate); across the
+learning rates of an arm, how far that response is from linear (update_linearity); across the
+depths of an arm, log-log exponents.
 """
 
 from __future__ import annotations
@@ -28,10 +30,17 @@ FIX_ORDER = (*ORDER, CALIBRATED)  # the table and plotting order: the registry's
 FIX_LABELS = {**LABELS, CALIBRATED: f"{LABELS['pre']} + calibrated scales"}
 
 KEYS = ["arm", "label", "fix", "placement", "depth", "d_model", "heads", "init", "bias",
-        "grad_of"]
+        "grad_of", "update_lr", "update_optimizer"]
 SEED_KEYS = ["arm", "label", "seed"]
 ACROSS_KEYS = ["arm", "fix", "placement", "d_model", "heads", "init", "bias",
-               "grad_of"]  # a curve over depth
+               "grad_of", "update_lr", "update_optimizer"]  # a curve over depth
+# the update_linearity ratio of dF/η between neighbouring learning rates (a decade apart in the
+# update_response arm) is "linear" within this of 1. Where dF/η = a + bη + O(η²), the ratio
+# of η over η/10 is about 1 + 0.9 bη/a, so within 5% the step's beyond-linear part is at most
+# about 5.5% of dF/η at the larger lr: it moves a log-log exponent across depths 6 to 192 by
+# at most ln(1.055)/ln(32) ≈ 0.015 (were it all at one end), small beside what the exponent
+# tells apart (0 for an update bounded in depth, 0.5 for √L growth)
+LINEAR_TOLERANCE = 0.05
 
 # per block: (metric, sublayer) of the probes -> quantity
 LAYER_QUANTITIES = {
@@ -69,8 +78,9 @@ QUANTITIES = {
     "branch_scale_attn": "the calibrated per-layer scale of the attention branch (Pre-LN + "
                          "calibrated scales only)",
     "branch_scale_mlp": "the calibrated per-layer scale of the MLP branch",
-    "update_stream": "rms(x_l(θ + Δθ) − x_l(θ)): how far Adam's first step from init moves the "
-                     "stream after block l (input-sd units; arm central, its update_lr)",
+    "update_stream": "rms(x_l(θ + Δθ) − x_l(θ)): how far the first step of update_optimizer "
+                     "from init moves the stream after block l (input-sd units; the arms with "
+                     "an update_lr, at it)",
     "grad_ratio": "first/last block gradient ratio ‖g_1‖/‖g_L‖ (1 balanced; below 1 the early "
                   "blocks starve, above 1 the late ones)",
     "grad_log_sd": "sd across blocks of ln ‖g_l‖ (0 = every block the same gradient)",
@@ -101,10 +111,21 @@ QUANTITIES = {
                        "isometry on average; dimensionless)",
     "jacobian_max_sv": "its largest singular value after jacobian_dirs power-iteration steps on "
                        "JᵀJ (a lower bound)",
-    "model_update": "rms(F(θ + Δθ) − F(θ)) over the head input F after Adam's first step from "
-                    "init (Δθ = −lr g/(|g| + 1e-8), every parameter; input-sd units)",
-    "model_update_exponent": "across the depths of an arm: per seed the OLS slope of "
-                             "ln(model_update) on ln L (0 = an update bounded in depth)",
+    "model_update": "rms(F(θ + Δθ) − F(θ)) over the head input F after the first step of "
+                    "update_optimizer from init at lr = update_lr, every parameter (adam: "
+                    "Δθ = −lr g/(|g| + 1e-8); sgd: Δθ = −lr g; input-sd units)",
+    "update_response": "dF/η = model_update / update_lr per seed: the head input's change per "
+                       "unit learning rate (input-sd units per unit lr); the same at every "
+                       "small enough lr where the step is a linear response",
+    "update_linearity": "per seed, update_response at the cell's update_lr over update_response "
+                        "at the next smaller update_lr of the arm (same placement, optimiser, "
+                        "depth and seed; 1 = linear, the lr in the linear regime where every "
+                        "seed's ratio is within LINEAR_TOLERANCE, 5%, of 1); no row at the "
+                        "smallest lr",
+    "model_update_exponent": "across the depths of an arm at one update_lr and "
+                             "update_optimizer: per seed the OLS slope of ln(model_update) on "
+                             "ln L, the same as that of ln(update_response) (the lr cancels; "
+                             "0 = an update bounded in depth)",
 }
 
 
@@ -138,6 +159,9 @@ def per_seed(table: pd.DataFrame, cells: pd.DataFrame) -> pd.DataFrame:
         sub = table[table["metric"] == metric]
         if not sub.empty:
             out.add(metric, sub.set_index(SEED_KEYS)["value"])
+    update = table[table["metric"] == "model_update"].set_index(SEED_KEYS)
+    if not update.empty:
+        out.add("update_response", update["value"] / update["update_lr"])
     grads = _wide(table, "grad_norm")
     if not grads.empty:
         logs = np.log(grads.to_numpy())
@@ -163,11 +187,29 @@ def per_seed(table: pd.DataFrame, cells: pd.DataFrame) -> pd.DataFrame:
     return out.frame()
 
 
+def linearity(derived: pd.DataFrame) -> pd.DataFrame:
+    """update_linearity from the per-seed quantities with their cells' keys (per_seed merged
+    with the cells): each seed's update_response over that at the next smaller update_lr of
+    the same arm, placement, optimiser and depth, on the row of the larger lr's cell."""
+    curve = [k for k in KEYS if k not in ("label", "update_lr")] + ["seed"]
+    response = derived[derived["metric"] == "update_response"].sort_values([*curve, "update_lr"])
+    smaller = response.groupby(curve, sort=False)["value"].shift()
+    ratio = response.assign(metric="update_linearity", value=response["value"] / smaller)
+    return ratio[smaller.notna()]
+
+
+def linear(row) -> bool:
+    """Whether a seed summary of update_linearity says linear: every seed's ratio within
+    LINEAR_TOLERANCE of 1."""
+    return bool(max(abs(row["min"] - 1), abs(row["max"] - 1)) <= LINEAR_TOLERANCE)
+
+
 def fit(table: pd.DataFrame, axes: dict[str, list[str]]) -> pd.DataFrame:
     """All fixes fits as one long table (quantity, KEYS, layer, the seed summary): the probes
-    per block, the per-cell quantities (per_seed), and across the depths of an arm the
-    exponents stream_exponent, carry_exponent, grad_ratio_exponent and model_update_exponent
-    (no depth or label; with the t-interval of the seed mean, ci_lo and ci_hi).
+    per block, the per-cell quantities (per_seed) and the update's linearity across the
+    learning rates (`linearity`), and across the depths of an arm the exponents
+    stream_exponent, carry_exponent, grad_ratio_exponent and model_update_exponent (no depth or
+    label; with the t-interval of the seed mean, ci_lo and ci_hi).
     `axes` (the axis names of each arm) is not needed: a cell's keys are its setting columns."""
     table = table.assign(fix=fix_column(table))
     cells = table.drop_duplicates(["arm", "label"])[KEYS]
@@ -181,6 +223,7 @@ def fit(table: pd.DataFrame, axes: dict[str, list[str]]) -> pd.DataFrame:
         if quantity is not None:
             parts.append(summarise_seeds(sub, [*KEYS, "layer"], quantity))
     derived = per_seed(slim, cells).merge(cells, on=["arm", "label"])
+    derived = pd.concat([derived, linearity(derived)], ignore_index=True)
     for metric, sub in derived.groupby("metric", sort=True):
         parts.append(summarise_seeds(sub, KEYS, metric))
     for metric, name in (("stream_growth", "stream_exponent"), ("carry_growth", "carry_exponent"),

@@ -1,13 +1,15 @@
-"""The tables of the fixes study: every placement x probe at one depth, and across widths."""
+"""The tables of the fixes study: every placement x probe at one depth, across widths, and the
+update per unit learning rate across depths, optimisers and learning rates."""
 
 from __future__ import annotations
 
 import pandas as pd
 
 from depthlab.analysis.select import pick
-from depthlab.analysis.tables import median_range
-from depthlab.studies.fixes.fit import FIX_LABELS, FIX_ORDER
+from depthlab.analysis.tables import fmt, median_range, spread
+from depthlab.studies.fixes.fit import FIX_LABELS, FIX_ORDER, linear
 from depthlab.vocabulary.placements import PLACEMENTS
+from depthlab.vocabulary.settings import UPDATE_OPTIMIZERS
 
 # (quantity, column): the probes of the notes, one number per seed each (fit.QUANTITIES)
 PROBES = (
@@ -202,4 +204,62 @@ def width(fits: pd.DataFrame) -> pd.DataFrame:
                 heads = pick(at_depth, fix=fix, d_model=d)["heads"].iloc[0]
                 rows.append({"placement": FIX_LABELS[fix], "L": depth, "d": int(d),
                              "heads": int(heads), **row})
+    return pd.DataFrame(rows)
+
+
+# the update probe's first step (update_optimizer) as a reader names it
+STEP_NAMES = {"adam": "Adam", "sgd": "SGD"}
+
+
+def _regime(fits: pd.DataFrame, curve: pd.DataFrame, smaller: float | None,
+            larger: float | None) -> str:
+    """Whether the lr of one placement x optimiser x lr curve is in the linear regime at each
+    of its depths: by its own update_linearity (its dF/η over that at the next smaller lr,
+    `smaller`); at the smallest lr (smaller None) by that of the next larger lr, `larger`:
+    linear there, it is here too (to first order its departure is η/larger of that one's),
+    else it cannot be told. 'yes', or the depths where it is not ('no at L = ...') or cannot
+    be told ('untested at L = ...')."""
+    own = smaller is not None
+    lr = curve["update_lr"].iloc[0] if own else larger
+    ratios = pick(fits, quantity="update_linearity", fix=curve["fix"].iloc[0],
+                  update_optimizer=curve["update_optimizer"].iloc[0], update_lr=lr)
+    ok = {int(r["depth"]): linear(r) for _, r in ratios.iterrows()}
+    depths = sorted(int(d) for d in curve["depth"])
+    failed = [d for d in depths if ok.get(d) is False]
+    unknown = [d for d in depths if d not in ok]
+    verdicts = (("no", failed), ("untested", unknown)) if own else (
+        ("untested", sorted(failed + unknown)),)
+    return "; ".join(f"{word} at L = {', '.join(map(str, found))}"
+                     for word, found in verdicts if found) or "yes"
+
+
+def update_response(fits: pd.DataFrame) -> pd.DataFrame:
+    """Every placement x first step (update_optimizer) x learning rate η of the arms read: the
+    head input's change per unit lr, dF/η = model_update / η, at each depth (median across
+    seeds [seed range]); its log-log exponent across the depths (the mean across seeds and
+    the 95% t-interval of the seed mean); whether η is in the linear regime (`_regime`)."""
+    response = pick(fits, quantity="update_response")
+    depths = sorted(response["depth"].unique())
+    lrs = sorted(response["update_lr"].unique())
+    rows = []
+    for fix in FIX_ORDER:
+        for step in UPDATE_OPTIMIZERS:
+            for i, lr in enumerate(lrs):
+                curve = pick(response, fix=fix, update_optimizer=step, update_lr=lr)
+                if curve.empty:
+                    continue
+                row = {"placement": FIX_LABELS[fix], "first step": STEP_NAMES[step], "η": lr}
+                for depth in depths:
+                    cell = curve[curve["depth"] == depth]
+                    row[f"dF/η, L = {int(depth)}"] = median_range(cell.iloc[0]) if len(
+                        cell) else "—"
+                exponent = pick(fits, quantity="model_update_exponent", fix=fix,
+                                update_optimizer=step, update_lr=lr)
+                row["exponent across depths"] = (
+                    f"{fmt(exponent['mean'].iloc[0])} "
+                    f"{spread(exponent['ci_lo'].iloc[0], exponent['ci_hi'].iloc[0])}"
+                    if len(exponent) else "—")
+                row["linear regime"] = _regime(fits, curve, lrs[i - 1] if i else None,
+                                               lrs[i + 1] if i + 1 < len(lrs) else None)
+                rows.append(row)
     return pd.DataFrame(rows)

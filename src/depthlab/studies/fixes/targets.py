@@ -31,6 +31,19 @@ CENTRAL = ("J = d(head input)/dx per seed, x the drawn input (before any input L
            "Δθ = −lr·g/(abs(g) + 1e-8) ≈ −lr·sign(g) (input-sd units); its exponent: per seed "
            "the slope of ln rms(ΔF) on ln L across L = 6, 24, 96.")
 CENTRAL_SETUP = f"{MODEL}, at L = 6, 24 and 96 (arm central)."
+RESPONSE_ARMS = ("update_response",)  # the update as a linear response: lr x first step
+RESPONSE = ("dF/η = rms over the head input of F(θ + Δθ) − F(θ), divided by the learning "
+            "rate η, after the first step from init on every parameter, by Adam "
+            "(Δθ = −η·g/(abs(g) + 1e-8) ≈ −η·sign(g): a step of η on every weight) or by SGD "
+            "(Δθ = −η·g, the small-step linear response DeepNet's bound ‖ΔF‖ = O(η) is about), "
+            "g the same gradient; input-sd units per unit η. Its exponent: per seed the OLS "
+            "slope of ln(dF/η) on ln L across the arm's depths, the mean across seeds with the "
+            "95% t-interval of the seed mean. Linear regime: dF/η at η over dF/η at the next "
+            "smaller η (1e-4 over 1e-5, 1e-3 over 1e-4), every seed's ratio within 5% of 1 at "
+            "that depth; the smallest η is linear where the next one is, and untested where "
+            "it is not.")
+RESPONSE_SETUP = (f"{MODEL}; Post-LN, Pre-LN and both DeepNorms at L = 6, 12, 24, 48, 96 and "
+                  "192, η = 1e-5, 1e-4, 1e-3 (arm update_response).")
 BAND = ("A panel per placement family (where the LayerNorm sits); median across seeds, seed "
         "range as a band; curves that lie on each other are named in the legend.")
 CELLS = "Each cell: median across seeds [seed min, max]."
@@ -138,6 +151,31 @@ TARGETS = declare(
         "head input after Adam's first step from init at lr = 1e-3 (input-sd units) against "
         "depth L, log-log, a curve per placement (flat: bounded in depth). "
         f"{BAND} {CENTRAL} {CENTRAL_SETUP}",
+    ),
+    Target(
+        "table_fixes_update_response",
+        "fixes: the update per unit learning rate dF/η by depth, optimiser and learning rate",
+        draw="tables:update_response", reads=RESPONSE_ARMS,
+        title="The model update after one step as a linear response: dF/η by depth, for "
+        "Adam's and SGD's first step at each learning rate",
+        note=f"{CELLS} Exponents: mean across seeds [95% t-interval of the seed mean]. "
+        f"{RESPONSE}",
+        caption="Every placement x first step (Adam's, SGD's) x learning rate η (rows): the "
+        "head input's rms change per unit learning rate, dF/η (input-sd units per unit η), at "
+        "each depth L (median across seeds with the seed range), its log-log exponent across "
+        "the depths (dimensionless; mean across seeds with the 95% t-interval of the seed "
+        f"mean) and whether η is in the linear regime. {RESPONSE} {RESPONSE_SETUP}",
+    ),
+    Target(
+        "fig_fixes_update_response",
+        "fixes: the update per unit learning rate dF/η against depth, per optimiser",
+        draw="figures:update_response", reads=RESPONSE_ARMS,
+        caption="DeepNet's bounded update as a linear response (Wang et al. 2022): the head "
+        "input's rms change per unit learning rate, dF/η (input-sd units per unit η), against "
+        "depth L, log-log, a panel per first step (Adam's, SGD's), a curve per placement "
+        "(colour and marker) and learning rate η (line style; in the linear regime the curves "
+        "of every η lie on each other); the line is the mean across seeds and the band the "
+        f"95% t-interval of the seed mean. {RESPONSE} {RESPONSE_SETUP}",
     ),
     Target(
         "fig_fixes_grad_ratio",
