@@ -323,9 +323,13 @@ def measure_once(entry: dict, sample: Sample, statistic: str, doc, n_note: int,
     log = entry.get("scale") == "log"
     stat = statistic_of(sample, statistic)
     n = 1 if statistic == "seed0" else n_note
-    band_lo, mid, band_hi = bands.prediction_band_with_centre(stat, len(sample.seeds), n, log)
+    # a smooth statistic of seed means (pooled) gets the studentized band (bands.py: the plain
+    # draws' band under-covers a mean of skewed or heavy-tailed seeds)
+    smooth = statistic == "pooled"
+    band_lo, mid, band_hi = bands.prediction_band_with_centre(stat, len(sample.seeds), n, log,
+                                                              smooth)
     half = len(sample.seeds) // 2
-    half_band = bands.prediction_band(stat, half, n, log) if half >= n else None
+    half_band = bands.prediction_band(stat, half, n, log, smooth) if half >= n else None
     return {**out, "point": point, "lo": lo, "hi": hi, "band": (band_lo, band_hi),
             "half_band": half_band, "draw": (stat, n, len(sample.seeds)),
             "outcome": outcomes.sample(value, h, band_lo, band_hi, reference),
