@@ -2,10 +2,7 @@
 # (depthlab.planner.documented), merged with the documented named runs' files where they were
 # run (config/fixes.yaml's papers, config/scale.yaml's depths). Any other config gets rules that
 # refuse with one line (a tiny run's numbers must not replace the documented ones).
-NOT_DOCUMENTED = undocumented(
-    with_base(GIVEN, DEPTHLAB, {} if REPLACED else DEFAULT_CONFIG),
-    documented_configs(DEPTHLAB, DEFAULT_CONFIG),
-)
+NOT_DOCUMENTED = undocumented(MERGED, documented_configs(DEPTHLAB, DEFAULT_CONFIG))
 
 # the README's key figures (docs/figures/, committed), each from this run or, for a study this
 # run does not configure, from the documented named run that drew it

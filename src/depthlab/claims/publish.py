@@ -87,11 +87,11 @@ def to_markdown(table: pd.DataFrame, details: str = "") -> str:
     for note, sub in _by_note(table):
         frame, reasons = shown(sub)
         if details:
-            lines += [f"## {note}", "", frame[[c for c in BRIEF if c in frame]].to_markdown(
-                index=False), ""]
-            continue
-        lines += [f"## {note}", "", frame.to_markdown(index=False), "", "Precision reasons:", ""]
-        lines += [f"{i}. {reason}" for i, reason in enumerate(reasons, start=1)] + [""]
+            frame = frame[[c for c in BRIEF if c in frame]]
+        lines += [f"## {note}", "", frame.to_markdown(index=False), ""]
+        if not details:
+            lines += ["Precision reasons:", ""]
+            lines += [f"{i}. {reason}" for i, reason in enumerate(reasons, start=1)] + [""]
     return "\n".join(lines)
 
 
