@@ -11,6 +11,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -91,12 +92,33 @@ def edited(base: dict, edits: dict) -> dict:
 CONSOLE = "console.txt"  # in a shared run's folder
 
 
+def shared_folder(tmp_path_factory, worker_id: str) -> Path:
+    """The folder every pytest-xdist worker of this session shares (the session's own base
+    folder when there are no workers)."""
+    base = tmp_path_factory.getbasetemp()
+    return base if worker_id == "master" else base.parent
+
+
+def shared_frame(tmp_path_factory, worker_id: str, name: str, compute) -> pd.DataFrame:
+    """`compute()` (a DataFrame) once for the whole test session, shared by every pytest-xdist
+    worker as `shared_run` shares a run: the first to ask computes it, the others wait on a
+    lock and read it back (Parquet, exact)."""
+    shared = shared_folder(tmp_path_factory, worker_id)
+    path = shared / f"{name}.parquet"
+    with open(shared / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not path.exists():
+            tmp = path.with_suffix(".partial")
+            compute().to_parquet(tmp)
+            tmp.rename(path)
+    return pd.read_parquet(path)
+
+
 def shared_run(tmp_path_factory, worker_id: str, config: str) -> Path:
     """`config` run end to end once for the whole test session, shared by every pytest-xdist
     worker (the first to ask runs it while the others wait on a lock); returns its working
     directory, where CONSOLE holds what the run printed (stdout, then stderr)."""
-    base = tmp_path_factory.getbasetemp()
-    shared = base if worker_id == "master" else base.parent  # the workers' common folder
+    shared = shared_folder(tmp_path_factory, worker_id)
     workdir = shared / Path(config).stem
     with open(shared / f"{Path(config).stem}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from conftest import ROOT
+from conftest import ROOT, shared_frame
 
 from depthlab.core.calibrate import branch_scales, calibrate
 from depthlab.core.measure import measure_job
@@ -65,8 +65,7 @@ def small_config() -> dict:
     }}}}
 
 
-@pytest.fixture(scope="module")
-def measured() -> pd.DataFrame:
+def measure_small_config() -> pd.DataFrame:
     """The small config measured as the workflow would: the calibrated arm with the scales of
     its source's shard."""
     frames = {}
@@ -78,7 +77,13 @@ def measured() -> pd.DataFrame:
     return pd.concat(frames.values(), ignore_index=True)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
+def measured(tmp_path_factory, worker_id) -> pd.DataFrame:
+    """`measure_small_config`, once for the session (`shared_frame`: about 18 s)."""
+    return shared_frame(tmp_path_factory, worker_id, "fixes_small", measure_small_config)
+
+
+@pytest.fixture(scope="session")
 def fits(measured) -> pd.DataFrame:
     return fit(measured, {})
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy.special import stdtrit
 
 
 def seed_summary(values: pd.Series | np.ndarray) -> dict[str, float]:
@@ -27,7 +27,9 @@ def t_interval(v: np.ndarray, level: float = 0.95) -> tuple[float, float]:
     v = np.asarray(v, dtype=float)
     if len(v) < 2:
         return float("nan"), float("nan")
-    half = stats.t.ppf(0.5 + level / 2, len(v) - 1) * v.std(ddof=1) / np.sqrt(len(v))
+    # Student's t quantile: stdtrit(df, q) is scipy.stats.t.ppf(q, df) bit for bit, without the
+    # 0.75 s a job takes to import scipy.stats
+    half = stdtrit(len(v) - 1, 0.5 + level / 2) * v.std(ddof=1) / np.sqrt(len(v))
     return float(v.mean() - half), float(v.mean() + half)
 
 

@@ -93,17 +93,23 @@ def empty(ax, why: str) -> None:
             color="0.4", wrap=True)
 
 
-def _long(frame: pd.DataFrame, columns: tuple[str, str, str]) -> pd.DataFrame:
-    """A seed summary with its band's ends and its line as three rows per point (column
-    'value'): seaborn's median of the three is the line, their min and max the band."""
+def _points(frame: pd.DataFrame, x: str, columns: tuple[str, str, str],
+            by: str | None = None) -> pd.DataFrame:
+    """A seed summary as one row per point (level of `by`, x): `value` the line, the median of
+    the point's `columns` (its band's ends and its line; a missing end is the line), `lo` and
+    `hi` the band, their least and greatest: what seaborn's median estimator and a min-max
+    errorbar give on these rows, computed at once instead of a group at a time."""
     keep = frame.dropna(subset=[columns[1]])
-    return pd.concat([keep.assign(value=keep[c].fillna(keep[columns[1]])) for c in columns],
-                     ignore_index=True)
+    rows = pd.concat([keep.assign(value=keep[c].fillna(keep[columns[1]])) for c in columns],
+                     ignore_index=True).dropna(subset=[x])
+    keys = [by, x] if by else [x]
+    return rows.groupby(keys)["value"].agg(value="median", lo="min", hi="max").reset_index()
 
 
-def _extent(values) -> tuple[float, float]:
-    """seaborn's band of a point: the extent of its three rows (see _long)."""
-    return values.min(), values.max()
+def _fill(ax, points: pd.DataFrame, x: str, color, alpha: float) -> None:
+    """The band of one curve's `_points`, in its line's colour, as seaborn draws its bands."""
+    ax.fill_between(points[x], points["lo"], points["hi"], color=color, linewidth=0,
+                    alpha=alpha)
 
 
 @contextlib.contextmanager
@@ -135,10 +141,11 @@ def band(ax, frame: pd.DataFrame, x: str, label: str | None = None, color=None,
         return
     if kw.get("marker"):
         kw.setdefault("markevery", _every(frame[x]))
+    points = _points(frame, x, spread)
     with _labels_kept(ax):
-        sns.lineplot(data=_long(frame, spread), x=x, y="value", estimator="median",
-                     errorbar=_extent, color=color, label=label, ax=ax, legend=False,
-                     err_kws={"linewidth": 0, "alpha": 0.2}, **kw)
+        sns.lineplot(data=points, x=x, y="value", estimator=None, color=color, label=label,
+                     ax=ax, legend=False, **kw)
+    _fill(ax, points, x, ax.lines[-1].get_color(), 0.2)
 
 
 def curves(ax, frame: pd.DataFrame, x: str, by: str = "placement", *,
@@ -151,16 +158,17 @@ def curves(ax, frame: pd.DataFrame, x: str, by: str = "placement", *,
     levels = [lv for lv in style if lv in set(frame[by])]
     if not levels:
         return []
-    data = _long(frame[frame[by].isin(levels)], spread)
+    data = _points(frame[frame[by].isin(levels)], x, spread, by)
     with _labels_kept(ax):
         sns.lineplot(
             data=data, x=x, y="value", hue=by, style=by, hue_order=levels, style_order=levels,
             palette={lv: style[lv]["color"] for lv in levels},
             markers={lv: style[lv]["marker"] for lv in levels} if markers else False,
-            dashes={lv: style[lv].get("dashes", "") for lv in levels}, estimator="median",
-            errorbar=_extent, err_kws={"linewidth": 0, "alpha": 0.15},
+            dashes={lv: style[lv].get("dashes", "") for lv in levels}, estimator=None,
             markevery=_every(data[x], data[by]), markersize=4, markeredgewidth=0.4, ax=ax,
             legend=False)
+    for lv in levels:
+        _fill(ax, data[data[by] == lv], x, style[lv]["color"], 0.15)
     return levels
 
 
