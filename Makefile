@@ -12,21 +12,31 @@ PY ?= $(shell for p in python3 python3.14 python3.13 python3.12 python3.11; do \
 TORCH ?= cpu
 LOCK := envs/lock-$(TORCH).txt
 # TORCH_INDEX: an extra index for the CPU lock's torch wheel where pip's find-links lack it,
-# https://download.pytorch.org/whl/cpu (whatever the index, pip installs only locked hashes)
+# https://download.pytorch.org/whl/cpu (whatever the index, only locked hashes are installed)
 TORCH_INDEX ?=
 VENV := .venv
 BIN := $(VENV)/bin
 
-# .venv from nothing (venv --clear) whenever the lock, envs/nodeps.txt or TORCH changes: exactly
-# the lock, then envs/nodeps.txt without dependencies: torchscale (DeepNorm's official layer, for
-# tests/test_official.py), whose declared dependencies (fairscale, timm and through it
-# torchvision, which pins another torch) cannot go into the lock and are never called by the
-# layer the tests build; hashed like the lock, and not in envs/requirements.txt (`make lock`)
-$(VENV)/.lock-$(TORCH): $(LOCK) envs/nodeps.txt
+# the installer: uv (envs/uv.txt: pinned and hashed, installed into .venv by pip), which installs
+# the lock in about half pip's time (bytecode compiled); it finds torch's CPU wheel where pip
+# does: PIP_FIND_LINKS, or else pip's configured find-links (this project's machines keep the
+# wheel in /opt/wheels), and TORCH_INDEX
+FIND_LINKS ?= $(or $(PIP_FIND_LINKS),$(shell $(PY) -m pip config get global.find-links 2>/dev/null))
+INSTALL = $(BIN)/uv pip install -q --python $(BIN)/python --compile-bytecode --require-hashes \
+	--no-deps $(FIND_LINKS:%=--find-links %) $(TORCH_INDEX:%=--extra-index-url %)
+
+# .venv from nothing (venv --clear) whenever the lock, envs/nodeps.txt, envs/uv.txt or TORCH
+# changes: exactly the lock (complete, so without resolving), then envs/nodeps.txt: torchscale
+# (DeepNorm's official layer, for tests/test_official.py), whose declared dependencies
+# (fairscale, timm and through it torchvision, which pins another torch) cannot go into the lock
+# and are never called by the layer the tests build; hashed like the lock, and not in
+# envs/requirements.txt (`make lock`)
+$(VENV)/.lock-$(TORCH): $(LOCK) envs/nodeps.txt envs/uv.txt
 	@test -n "$(PY)" || { echo "no Python 3.11 or newer found on PATH; set PY=/path/to/python3" >&2; exit 1; }
 	$(PY) -m venv --clear $(VENV)
-	$(BIN)/pip install -q --require-hashes -r $(LOCK) $(TORCH_INDEX:%=--extra-index-url %)
-	$(BIN)/pip install -q --no-deps --require-hashes -r envs/nodeps.txt
+	$(BIN)/pip install -q --require-hashes -r envs/uv.txt
+	$(INSTALL) -r $(LOCK)
+	$(INSTALL) -r envs/nodeps.txt
 	touch $@
 
 # depthlab itself, editable; its dependencies are the lock's

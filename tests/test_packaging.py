@@ -51,6 +51,7 @@ def required() -> dict[str, str]:
 
 
 NODEPS = "envs/nodeps.txt"  # installed after the lock without dependencies (Makefile)
+INSTALLER = "envs/uv.txt"  # uv, which installs the lock and NODEPS (Makefile)
 
 
 @pytest.mark.parametrize("path", LOCKS)
@@ -79,29 +80,30 @@ def test_locks_differ_in_torch_and_the_cuda_libraries_only():
 
 def test_venv_holds_exactly_a_lock():
     """The Makefile's .venv holds what one lock names, at its versions, and nothing else but
-    depthlab and envs/nodeps.txt's packages at theirs (the lock whose torch is installed: CPU
-    or CUDA)."""
+    depthlab and envs/nodeps.txt's and envs/uv.txt's packages at theirs (the lock whose torch
+    is installed: CPU or CUDA)."""
     if Path(sys.prefix).resolve() != ROOT / ".venv":
         pytest.skip(f"not the Makefile's .venv: {sys.prefix}")
     installed = {canonicalize_name(d.metadata["Name"]): d.version
                  for d in importlib.metadata.distributions()}
     installed.pop("depthlab")
-    for name, (version, _) in locked(NODEPS).items():
+    for name, (version, _) in {**locked(NODEPS), **locked(INSTALLER)}.items():
         assert installed.pop(name, None) == version, name
     locks = [{name: version for name, (version, _) in locked(path).items()} for path in LOCKS]
     assert installed in locks, sorted(installed.items() ^ locks[0].items())
 
 
-def test_nodeps_are_hashed_and_outside_the_requirements_and_locks():
+@pytest.mark.parametrize("path", [NODEPS, INSTALLER])
+def test_extra_installs_are_hashed_and_outside_the_requirements_and_locks(path):
     """envs/nodeps.txt (torchscale: its declared dependencies cannot be installed beside the
-    lock's torch) pins each package with its hashes, for `pip install --no-deps
-    --require-hashes`; none is in envs/requirements.txt, which `make lock` resolves with every
-    dependency, nor in a lock."""
-    nodeps = locked(NODEPS)
-    assert nodeps and all(hashes for _, hashes in nodeps.values())
-    assert pins((ROOT / NODEPS).read_text().splitlines()).keys() == nodeps.keys()
-    assert not nodeps.keys() & required().keys()
-    assert all(not nodeps.keys() & locked(path).keys() for path in LOCKS)
+    lock's torch) and envs/uv.txt (the installer) pin each package with its hashes, for an
+    install with `--no-deps --require-hashes`; none is in envs/requirements.txt, which `make
+    lock` resolves with every dependency, nor in a lock."""
+    extra = locked(path)
+    assert extra and all(hashes for _, hashes in extra.values())
+    assert pins((ROOT / path).read_text().splitlines()).keys() == extra.keys()
+    assert not extra.keys() & required().keys()
+    assert all(not extra.keys() & locked(lock).keys() for lock in LOCKS)
 
 
 def test_conda_env_pins_the_runtime_packages_of_the_requirements():
