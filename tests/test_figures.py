@@ -71,8 +71,8 @@ def data_axes(fig) -> list:
 
 
 def text_boxes(fig) -> list[tuple[str, object]]:
-    """(what, window extent) of every drawn text: titles, axis labels, tick labels, legends."""
-    fig.canvas.draw()
+    """(what, window extent) of every drawn text of a drawn figure: titles, axis labels, tick
+    labels, legends."""
     renderer = fig.canvas.get_renderer()
     texts = []
     if fig._suptitle is not None:
@@ -118,9 +118,8 @@ def code_names(fig) -> list[str]:
 
 
 def legend_over_data(fig) -> list[str]:
-    """Legends that cover more than MAX_LEGEND_SHARE of a panel's data points (a legend inside
-    a panel) or any panel at all (a figure legend)."""
-    fig.canvas.draw()
+    """Legends of a drawn figure that cover more than MAX_LEGEND_SHARE of a panel's data points
+    (a legend inside a panel) or any panel at all (a figure legend)."""
     renderer = fig.canvas.get_renderer()
     bad = []
     for lg in fig.legends:
@@ -172,6 +171,8 @@ def placements_in_legend(fig, labels: dict[str, str]) -> set[str]:
 
 
 def check_reads_well(fig) -> None:
+    """The figure, drawn once as saved, reads well: every check below holds."""
+    fig.canvas.draw()
     assert not overlapping_texts(fig), overlapping_texts(fig)
     assert not unlabelled(fig), unlabelled(fig)
     assert not code_names(fig), code_names(fig)
@@ -266,12 +267,14 @@ def test_the_checks_can_fail():
     axes[0].set_title("a title much too long to stay above its own panel only")
     axes[0].legend(loc="center")
     axes[1].plot([0, 1], [0, 1])
+    fig.canvas.draw()
     assert overlapping_texts(fig)
     assert unlabelled(fig)
     assert code_names(fig) == ["delta_attn"]
     assert crowded_log_axes(fig)
     axes[1].plot(np.linspace(0, 1, 200), np.full(200, 0.5))
     axes[1].legend(["x"], loc="center", markerscale=20, fontsize=30)
+    fig.canvas.draw()
     assert legend_over_data(fig)
     plt.close(fig)
 

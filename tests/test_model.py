@@ -11,8 +11,8 @@ from conftest import copy_encoder_weights
 from torch import nn
 
 from depthlab.core.measure import measure_cell
-from depthlab.core.model import build, forward
-from depthlab.core.probes import Probe
+from depthlab.core.model import StackParams, build, forward
+from depthlab.core.probes import Probe, run_probes
 from depthlab.core.reference import per_seed_loop
 from depthlab.planner.cost import pass_plan
 from depthlab.vocabulary.metrics import GRADIENT_METRICS, UPDATE_METRICS
@@ -336,3 +336,25 @@ def test_a_probe_of_an_undeclared_metric_is_an_error():
         Probe("grad_rato", "block", [1], torch.zeros(1, 1))
     assert set(GRADIENT_METRICS) == {"grad_norm", "grad_ratio"}
     assert set(UPDATE_METRICS) == {"model_update", "update_stream"}
+
+
+@pytest.mark.parametrize("placement", ["resi_dual", "pre", "post", "peri", "dyt"])
+def test_head_omega_reads_the_head_input_of_the_stack_cut_after_each_block(placement):
+    """head_omega_abs at block k is the mean |LN(y_k) − LN(y_{k−1})|, y_k the head input of the
+    stack of the same seed's first k blocks run on the same input (a shorter forward pass, not
+    the trace it is read from); for Pre-LN (final LN at init) it is omega_abs to LN's eps."""
+    s = small(placement=placement, depth=4, grad_of="none")
+    params, draw = build(s, [0, 1])
+    with torch.no_grad():
+        _, trace = forward(params, draw.x, s)
+        probes = {p.metric: p for p in run_probes(params, trace, s)}
+        heads = [forward(StackParams(params.blocks[:k], params.final), draw.x, s)[0]
+                 for k in range(s.depth + 1)]
+    normed = [nn.functional.layer_norm(y, y.shape[-1:]) for y in heads]
+    for k in range(1, s.depth + 1):
+        expected = (normed[k] - normed[k - 1]).abs().mean(dim=(1, 2))
+        torch.testing.assert_close(probes["head_omega_abs"].values[:, k - 1], expected,
+                                   rtol=1e-12, atol=1e-14)
+    if placement == "pre":
+        torch.testing.assert_close(probes["head_omega_abs"].values,
+                                   probes["omega_abs"].values, rtol=1e-4, atol=0)

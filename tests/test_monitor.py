@@ -31,9 +31,12 @@ def test_final_norm_changes_only_the_head_input_probe(placement):
     assert on.keys() == off.keys()
     assert ("omega_abs", "block") in on and ("branch_ratio", "attn") in on
     for key, p in on.items():
-        if key[0] in GRADIENT_PROBES or key[0] in ("head_input_sd", "head_token_corr"):
+        if key[0] in GRADIENT_PROBES or key[0] in ("head_input_sd", "head_token_corr",
+                                                   "head_omega_abs"):
             continue
         assert torch.equal(p.values, off[key].values), key
+    # without a final norm the head reads the last stream: its omega is the stream's, exactly
+    assert torch.equal(off[("head_omega_abs", "block")].values, off[("omega_abs", "block")].values)
     head_on = on[("head_input_sd", "head")].values
     head_off = off[("head_input_sd", "head")].values
     # with the final norm the head reads tokens of mean 0 and biased variance 1, whose

@@ -33,13 +33,14 @@ import pandas as pd
 import torch
 from torch import Tensor, nn
 
-from depthlab.core.model import Trace, torch_dtype
+from depthlab.core.model import StackParams, Trace, torch_dtype
 from depthlab.core.probes import (
     Probe,
     block_independence,
     branch_inputs,
     branch_to_stream,
     grad_norm,
+    head_omega,
     omega,
     pass_rows,
     stream_stats,
@@ -60,7 +61,7 @@ ENCODER_LAYER_POINTS = {
     "attn_in": "self_attn.input", "mlp_in": "linear1.input", "ffn_hidden": "linear1.output",
 }
 # the probes and the hook points each needs beyond the stream
-NEEDS = {grad_norm: (), token_corr: (), omega: (), stream_stats: (),
+NEEDS = {grad_norm: (), token_corr: (), omega: (), head_omega: (), stream_stats: (),
          block_independence: (), branch_to_stream: ("mid", "attn", "mlp"),
          branch_inputs: ("attn_in", "mlp_in", "ffn_hidden")}
 UNSUPPORTED = {"loss": "cross_entropy", "grad_of": "input"}
@@ -184,8 +185,13 @@ def module_probes(factory: BlockFactory, s: RunSettings, seeds: list[int]
     pairs = [one_seed(factory, s, seed) for seed in seeds]
     trace = _stacked([t for t, _ in pairs])
     marked = {point for point, field in POINTS.items() if getattr(trace, field)}
+    # the final LayerNorm `one_seed` builds, as it is at init (gain 1, bias 0): what head_input
+    # reads to cut the stack after each block (head_omega)
+    S, d = len(seeds), s.d_model
+    like = trace.head_input
+    final = StackParams([], {"ln_w": like.new_ones(S, d), "ln_b": like.new_zeros(S, d)})
     probes = [p for fn, need in NEEDS.items() if set(need) <= marked
-              for p in fn(None, trace, s)]
+              for p in fn(final, trace, s)]
     return probes, torch.cat([loss for _, loss in pairs])
 
 

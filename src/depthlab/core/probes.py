@@ -18,7 +18,7 @@ import pandas as pd
 import torch
 from torch import Tensor
 
-from depthlab.core.model import BLOCK_WEIGHTS, StackParams, Trace
+from depthlab.core.model import BLOCK_WEIGHTS, StackParams, Trace, head_input
 from depthlab.vocabulary.metrics import METRICS
 from depthlab.vocabulary.placements import PLACEMENTS
 from depthlab.vocabulary.settings import RunSettings
@@ -213,6 +213,24 @@ def omega(params: StackParams, trace: Trace, s: RunSettings) -> list[Probe]:
     ]
 
 
+def head_omega(params: StackParams, trace: Trace, s: RunSettings) -> list[Probe]:
+    """Representation collapse as ResiDual states it (Xie et al. 2023, "ResiDual: Transformer
+    with Dual Residual Connections", sec. 3.2): the change that block k makes to what the head
+    reads, E_k = LN(y_k) - LN(y_{k-1}), y_k the head input of the stack cut after block k
+    (model.head_input of the stream and, for ResiDual, the second stream after block k: x_a +
+    LN_final(x_d); after the final norm where there is one; y_0 from the input), LN over d
+    without affine: per seed the mean |E_k| (head_omega_abs) at k = 1..L. A stack whose deep
+    blocks no longer move its output collapses: head_omega_abs decays in k. Units: the sd of a
+    normalised coordinate (1)."""
+    carry = trace.carry or [None] * len(trace.stream)
+    heads = [torch.nn.functional.layer_norm(head_input(h, c, params, s), h.shape[-1:])
+             for h, c in zip(trace.stream, carry, strict=True)]
+    blocks = list(range(1, s.depth + 1))
+    diffs = [b - a for a, b in pairwise(heads)]
+    return [Probe("head_omega_abs", "block", blocks,
+                  _per_seed(lambda t: t.abs().mean(dim=(1, 2)), diffs))]
+
+
 def block_independence(params: StackParams, trace: Trace, s: RunSettings) -> list[Probe]:
     """Placements whose stream telescopes (Pre-LN), theory096's independence assumption. For what
     block k adds to the stream, f_k = x_k - c^2 x_{k-1} (c = s.skip, 1 by default): its
@@ -289,8 +307,8 @@ def branch_inputs(params: StackParams, trace: Trace, s: RunSettings) -> list[Pro
     ]
 
 
-PROBES = (grad_norm, stream_stats, token_corr, omega, block_independence, branch_to_stream,
-          branch_inputs)
+PROBES = (grad_norm, stream_stats, token_corr, omega, head_omega, block_independence,
+          branch_to_stream, branch_inputs)
 
 
 @torch.no_grad()

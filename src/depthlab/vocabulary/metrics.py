@@ -66,6 +66,10 @@ _DECLARED = (
     Metric("omega_abs", "1", r"$\omega_k$",
            "mean absolute value of LN(x_k) - LN(x_{k-1}): the change of the normalised state "
            "made by block k (theory096's omega_k)", log=True),
+    Metric("head_omega_abs", "1", r"$\omega_k$ of the head input",
+           "mean absolute value of LN(y_k) - LN(y_{k-1}), y_k what the head would read after "
+           "block k (ResiDual's x_a + LN(x_d)): the change block k makes to the output "
+           "(ResiDual's representation collapse)", log=True),
     Metric("omega_var", "1", r"Var$(\Delta \mathrm{LN})$",
            "variance of LN(x_k) - LN(x_{k-1})", log=True),
     Metric("block_var", f"({INPUT_SD})²", r"Var$(f_k)$",

@@ -177,24 +177,40 @@ def stream_growth(fits: pd.DataFrame):
     ], _sqrt_depth)
 
 
-def _omega_formula(ax, row):
-    if row.x != "layer":
-        return [(ax.axhline(-0.5, color="black", ls=":", lw=1), "theory096: slope −0.5")]
-    k = np.sort(row.frame["layer"].unique())
-    return [reference(ax, k, formula_abs(k), "theory096: ω_k·√(2/π)"),
-            (plt.Line2D([], [], color="none"), "D_k = LN(x_k) − LN(x_{k−1})")]
+def _omega_formula(definition: str):
+    """The references of an omega figure: theory096's formula by block (with `definition`,
+    what is drawn) and its slope −0.5 by depth."""
+    def add(ax, row):
+        if row.x != "layer":
+            return [(ax.axhline(-0.5, color="black", ls=":", lw=1), "theory096: slope −0.5")]
+        k = np.sort(row.frame["layer"].unique())
+        return [reference(ax, k, formula_abs(k), "theory096: ω_k·√(2/π)"),
+                (plt.Line2D([], [], color="none"), definition)]
+    return add
+
+
+def _omega_rows(fits: pd.DataFrame, name: str, what: str) -> list[Row]:
+    """The two rows of an omega figure of quantity `name` (omega, head_omega): mean |change| by
+    block at the deepest depth, log-log, and its log-log slope over k = L/4..L by depth."""
+    om = _deepest(pick(fits, quantity=f"{name}_abs"))
+    return [Row(om, "layer", "block k", f"mean |{what}| per coordinate",
+                title=f"L = {int(om['depth'].max())}"),
+            Row(pick(fits, quantity=f"{name}_slope"), "depth", DEPTH, "log-log slope, k = L/4..L",
+                log_y=False)]
 
 
 def omega(fits: pd.DataFrame):
     """Top: mean |D_k| by block at the deepest depth, log-log, with theory096's formula;
     bottom: its log-log decay rate over the deepest three quarters of the blocks, by depth."""
-    om = _deepest(pick(fits, quantity="omega_abs"))
-    return _families([
-        Row(om, "layer", "block k", "mean |D_k| per coordinate",
-            title=f"L = {int(om['depth'].max())}"),
-        Row(pick(fits, quantity="omega_slope"), "depth", DEPTH, "log-log slope, k = L/4..L",
-            log_y=False),
-    ], _omega_formula)
+    return _families(_omega_rows(fits, "omega", "D_k"),
+                     _omega_formula("D_k = LN(x_k) − LN(x_{k−1})"))
+
+
+def head_omega(fits: pd.DataFrame):
+    """ResiDual's representation collapse: as `omega`, of what the head reads (E_k = LN(y_k) −
+    LN(y_{k−1}), y_k the head input after block k), with theory096's formula for reference."""
+    return _families(_omega_rows(fits, "head_omega", "E_k"),
+                     _omega_formula("E_k = LN(y_k) − LN(y_{k−1})"))
 
 
 def token_corr(fits: pd.DataFrame):

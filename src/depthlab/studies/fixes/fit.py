@@ -48,6 +48,7 @@ LAYER_QUANTITIES = {
     ("stream_rms", "block"): "stream_rms",
     ("stream_var", "block"): "stream_var",
     ("omega_abs", "block"): "omega_abs",
+    ("head_omega_abs", "block"): "head_omega_abs",
     ("token_corr", "block"): "token_corr",
     ("branch_ratio", "attn"): "branch_ratio_attn",
     ("branch_ratio", "mlp"): "branch_ratio_mlp",
@@ -67,6 +68,10 @@ QUANTITIES = {
     "stream_var": "variance of the stream after block l (input variance units)",
     "omega_abs": "mean |LN(x_l) − LN(x_{l−1})| per coordinate (LN without affine), theory096's "
                  "omega probe (units of a normalised coordinate)",
+    "head_omega_abs": "mean |LN(y_l) − LN(y_{l−1})| per coordinate, y_l the head input of the "
+                      "stack cut after block l (after the final norm; ResiDual: x_a + "
+                      "LN(x_d)): ResiDual's representation collapse (units of a normalised "
+                      "coordinate)",
     "token_corr": "mean pairwise cosine between the token vectors after block l (0 orthogonal, "
                   "1 collapsed to one direction)",
     "branch_ratio_attn": "RMS of what the attention sublayer adds over RMS of the skip path it "
@@ -94,6 +99,9 @@ QUANTITIES = {
     "omega_slope": "log-log OLS slope of omega_abs on k over the deepest three quarters of the "
                    "blocks, k = ceil(L/4)..L (theory096's formula: about −0.5; absent where "
                    "omega is 0, ReZero at init)",
+    "head_omega_last": "head_omega_abs at the last block",
+    "head_omega_slope": "log-log OLS slope of head_omega_abs on k over k = ceil(L/4)..L, as "
+                        "omega_slope (a decay in k: the deep blocks move the output less)",
     "token_corr_last": "token_corr after the last block",
     "branch_ratio_last_attn": "branch_ratio_attn at the last block",
     "branch_ratio_last_mlp": "branch_ratio_mlp at the last block",
@@ -176,9 +184,11 @@ def per_seed(table: pd.DataFrame, cells: pd.DataFrame) -> pd.DataFrame:
     carry = _wide(table, "carry_var")
     if not carry.empty:
         out.add("carry_growth", np.sqrt(last(carry) / carry[0]))
-    omega = _wide(table, "omega_abs")
-    out.add("omega_last", last(omega))
-    out.add("omega_slope", omega.apply(omega_slope, axis=1))
+    for name in ("omega", "head_omega"):
+        omega = _wide(table, f"{name}_abs")
+        if not omega.empty:
+            out.add(f"{name}_last", last(omega))
+            out.add(f"{name}_slope", omega.apply(omega_slope, axis=1))
     out.add("token_corr_last", last(_wide(table, "token_corr")))
     for sublayer in ("attn", "mlp", "block"):
         ratio = _wide(table, "branch_ratio", sublayer)

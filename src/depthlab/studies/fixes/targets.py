@@ -215,6 +215,19 @@ TARGETS = declare(
         f"(formula: −0.5). ReZero's ω is 0 at init (not shown). {BAND} {SETUP}",
     ),
     Target(
+        "fig_fixes_head_omega",
+        "fixes: omega of the head input by block at L = 192 and its decay rate by depth "
+        "(ResiDual's representation collapse)",
+        draw="figures:head_omega", reads=DEPTH_ARMS,
+        caption=r"Top: mean \|LN(y_k) − LN(y_{k−1})\| per coordinate, y_k what the head would "
+        "read after block k (after the final norm; ResiDual: x_a + LN(x_d); LN without affine; "
+        "units of a normalised coordinate), against block k at L = 192, log-log, with "
+        "theory096's ω_k·√(2/π); bottom: its log-log slope over k = L/4..L against depth. "
+        "ResiDual (Xie et al. 2023, sec. 3.2) calls a stack whose deep blocks no longer move "
+        "its output collapsed: a slope well below 0. ReZero's is 0 at init (not shown). "
+        f"{BAND} {SETUP}",
+    ),
+    Target(
         "fig_fixes_token_corr",
         "fixes: mean pairwise token cosine after the last block against depth (rank collapse)",
         draw="figures:token_corr", reads=DEPTH_ARMS,
