@@ -167,12 +167,29 @@ def _redraw(w: dict[str, Tensor], gains: dict[str, float], g: torch.Generator) -
         w[f"b{name}"].zero_()
 
 
+def _fairseq_init(w: dict[str, Tensor], g: torch.Generator) -> None:
+    """fairseq's init of a transformer layer (facebookresearch/fairseq v0.12.2,
+    fairseq/modules/multihead_attention.py:167-185, MultiheadAttention.reset_parameters with
+    qkv_same_dim): W_k, W_v, W_q re-drawn by xavier_uniform_ with gain 1/sqrt(2), in that
+    order, then W_o by xavier_uniform_ (gain 1) and b_o zero; b_q, b_k, b_v and fc1, fc2
+    (W_1, b_1, W_2, b_2: plain nn.Linear, fairseq/modules/transformer_layer.py) keep
+    nn.Linear's default draw, here the paired default draw of the seed's main generator."""
+    for name in ("wk", "wv", "wq"):
+        nn.init.xavier_uniform_(w[name], gain=1 / math.sqrt(2), generator=g)
+    nn.init.xavier_uniform_(w["wo"], generator=g)
+    w["bo"].zero_()
+
+
 def _common_init(s: RunSettings, w: dict[str, Tensor], g: torch.Generator) -> None:
     """The init settings drawn over PyTorch's default: `normal`, every weight N(0, 0.02^2)
     (GPT-2's and BERT's); `gpt2`, the same with W_o and W_2 (the maps into the residual) at std
     0.02/sqrt(2L) (Radford et al. 2019, "Language Models are Unsupervised Multitask Learners",
     sec. 2.3, 1/sqrt(N) for N = 2L residual layers, as nanoGPT's c_proj init); `xavier`,
-    xavier_normal_ with gain 1 (DeepNorm's family with beta = 1). All biases zero."""
+    xavier_normal_ with gain 1 (DeepNorm's family with beta = 1). All biases zero. `fairseq`:
+    _fairseq_init (the attention maps re-drawn, the FFN and three biases kept)."""
+    if s.init == "fairseq":
+        _fairseq_init(w, g)
+        return
     if s.init == "xavier":
         _redraw(w, dict.fromkeys(BLOCK_WEIGHTS, 1.0), g)
         return
@@ -183,7 +200,8 @@ def _common_init(s: RunSettings, w: dict[str, Tensor], g: torch.Generator) -> No
         w[f"b{name}"].zero_()
 
 
-REDRAWN_INITS = ("normal", "gpt2", "xavier")  # drawn by _common_init from the own generator
+# drawn by _common_init from the own generator
+REDRAWN_INITS = ("normal", "gpt2", "xavier", "fairseq")
 
 
 def _draw_block(s: RunSettings, w: dict[str, Tensor], g: torch.Generator,

@@ -48,20 +48,27 @@ KEYS: dict[str, Key] = {
         "`torch_default`: what `nn.Linear` / `nn.MultiheadAttention` draw; `fan_in`: weights "
         "N(0, 1/fan_in), zero biases; `normal`: weights N(0, 0.02²) (GPT-2's, BERT's), zero "
         "biases; `gpt2`: `normal` with W_o and W_2 at std 0.02/√(2L) (GPT-2's scaled residual"
-        " init); `xavier`: `xavier_normal_` gain 1, zero biases. `normal`, `gpt2` and "
-        "`xavier` are drawn after the default draw from the seed's own-init generator, so the"
-        " input and target are those of `torch_default` (paired). Placements with their own "
-        "init (`deepnorm`, `deepnorm_beta`, `t_fixup`) need `torch_default`",
+        " init); `xavier`: `xavier_normal_` gain 1, zero biases; `fairseq`: fairseq's "
+        "attention init (W_q, W_k, W_v `xavier_uniform_` gain 1/√2, W_o gain 1, b_o zero) over"
+        " the default draw of the other weights and biases. `normal`, `gpt2`, `xavier` and "
+        "`fairseq` are drawn after the default draw from the seed's own-init generator, so the"
+        " input and target are those of `torch_default` (paired). `paper`: the placement's "
+        "paper init (its registry entry's `paper_init`, from its official code), which sets "
+        "`init` and `bias` (the rows record them); a placement without one rejects it. "
+        "Placements with their own init (`deepnorm`, `deepnorm_beta`, `t_fixup`, ...) need "
+        "`torch_default` (or `paper`, the same)",
         summary=(
             "torch_default (what nn.Linear draws), fan_in (N(0, 1/fan_in)), normal (N(0, "
-            "0.02^2)), gpt2 (normal, W_o and W_2 at 0.02/sqrt(2L)) or xavier (xavier_normal_); "
-            "all but torch_default zero the biases"
+            "0.02^2)), gpt2 (normal, W_o and W_2 at 0.02/sqrt(2L)), xavier (xavier_normal_), "
+            "fairseq (fairseq's attention init) or paper (the placement's paper's, sets bias "
+            "too); fan_in, normal, gpt2 and xavier zero the biases, fairseq b_o only"
         ),
     ),
     "bias": Key(
         "the blocks' linear maps have biases; `false`: they are drawn (so the weights are "
         "those of the cell with biases) and then left out: no bias in the forward pass, none "
-        "in the gradient or the optimiser (the official LN-Scaling code has none)",
+        "in the gradient or the optimiser (the official LN-Scaling code has none); "
+        "`init: paper` sets it to the paper's",
         summary=(
             "the blocks' linear maps have biases (false: drawn, to keep the weights paired, then "
             "left out)"

@@ -70,7 +70,12 @@ def resi_dual(x, op):
     x_d <- x_d + F(x_a) and x_a <- LN(x_a + F(x_a)); both start at the input; head input
     y = x_a + LN_final(x_d). trace.stream is x_a (the stream the blocks read), trace.carry x_d;
     skip_scale multiplies x_a's skip path only. The paper's own equations could not be read;
-    the form follows the official code (its output scale and input scale at their default 1)."""
+    the form follows the official code (its output scale and input scale at their default 1).
+    Paper init (`init: paper`, FAIRSEQ_INIT): the official layers are fairseq 0.12.2's
+    (environment.yaml) TransformerEncoderLayerBase, so fairseq's `fairseq` init with biases:
+    fairseq/modules/multihead_attention.py:167-185 (reset_parameters) and
+    fairseq/modules/transformer_layer.py:185-192 (fc1, fc2 plain nn.Linear); ResiDual's own
+    files re-draw nothing."""
     a = op.attn(x)
     op.accumulate(a)
     h = op.between(op.norm("ln1", op.add(x, a, "attn")))
@@ -84,7 +89,11 @@ def sandwich_ln(x, op):
     (mpu/sparse_transformer.py, scale_normalization): h = x + LN3(Attn(LN1(x)));
     x' = h + LN4(FFN(LN2(h))), and a final LN before the head. CogView's PB-relax (dividing the
     LN input by its max) changes LN(x) only through eps and is left out. Section and equation
-    numbers of the paper could not be confirmed."""
+    numbers of the paper could not be confirmed. Paper init (`init: paper`): CogView's Megatron
+    code, depthlab's `gpt2` with biases: every weight N(0, 0.02^2) and the attention output
+    `dense` and `dense_4h_to_h` at 0.02/sqrt(2 num_layers) (mpu/sparse_transformer.py:344-358
+    unscaled_/scaled_init_method, :407-408 init_method_std=0.02,
+    use_scaled_init_for_output_weights=True, :447), every bias zero (mpu/layers.py:229, 302)."""
     h = op.between(op.add(x, op.norm("ln3", op.attn(op.norm("ln1", x))), "attn"))
     return op.add(h, op.norm("ln4", op.mlp(op.norm("ln2", h))), "mlp")
 
@@ -95,7 +104,9 @@ def peri_ln(x, op):
     y = x + Norm(Module(Norm(x))) for both sublayers, the block of Sandwich-LN, with the final
     normalisation and the paper's (optional) initial embedding normalisation y_0 = Norm(x_embed),
     here an LN of the input before block 1 (the registry entry's `embed_norm`, what tells it
-    from Sandwich-LN). Whether its main experiments use the embedding LN is not confirmed."""
+    from Sandwich-LN). Whether its main experiments use the embedding LN is not confirmed.
+    No paper init (`init: paper` is rejected): there is no official code (the paper trains
+    with Megatron-LM) and the paper's stated init could not be read."""
     return sandwich_ln(x, op)
 
 
@@ -120,7 +131,12 @@ def lns(x, op):
     multiplied by 1/sqrt(l), l = 1..L: h = x + Attn(LN1(x)/sqrt(l)); x' = h + FFN(LN2(h)/sqrt(l));
     final LN unscaled. As the official code (lmsdss/LayerNorm-Scaling, modeling_llama.py:
     scale_factor = 1 / math.sqrt(layer_index + 1) on both norms); the paper's section and
-    equation numbers could not be confirmed."""
+    equation numbers could not be confirmed. Paper init (`init: paper`): depthlab's `normal`
+    without biases, as the official code: peft_pretraining/modeling_llama.py:857-878
+    (_init_weights: every nn.Linear weight N(0, initializer_range^2), initializer_range 0.02
+    in configs/llama_*.json; the scaled std only for NORM_TYPE scale_pre / scale_post_pre),
+    every q, k, v, o and MLP map bias=False (:154-156, :185-188); its README recommends this
+    plain normal init over a scaled one for LNS."""
     c = 1 / math.sqrt(op.layer)
     h = op.between(op.add(x, op.attn(op.norm("ln1", x) * c), "attn"))
     return op.add(h, op.mlp(op.norm("ln2", h) * c), "mlp")
@@ -166,7 +182,11 @@ def mix_ln(x, op):
     """Mix-LN (Li et al. 2024, "Mix-LN: Unleashing the Power of Deeper Layers by Combining
     Pre-LN and Post-LN", arXiv 2412.13795): blocks l <= floor(alpha L) are Post-LN, the rest
     Pre-LN, alpha = 0.25 (the paper's choice), and a final LN. How the official code rounds
-    alpha L could not be confirmed; floor here (at least one Post-LN block from L = 4)."""
+    alpha L could not be confirmed; floor here (at least one Post-LN block from L = 4).
+    Paper init (`init: paper`): depthlab's `normal` without biases, as the official code
+    (pixeli99/MixLN, peft_pretraining/modeling_llama.py:818-835 _init_weights: every nn.Linear
+    weight N(0, 0.02^2), initializer_range 0.02 in configs/llama_*.json; bias=False at
+    :154-156, :185-188)."""
     if op.layer <= math.floor(MIX_LN_POST_SHARE * op.depth):
         return post_ln(x, op)
     return pre_ln(x, op)
@@ -187,7 +207,13 @@ def dyt(x, op):
     Pre-LN with every LayerNorm, the final one included, replaced by the element-wise
     DyT(x) = gamma * tanh(alpha x) + beta, alpha one learnable scalar per norm (alpha_0 = 0.5,
     the paper's default outside LLMs; the registry entry's `dyt_alpha0`), gamma = 1, beta = 0
-    at init."""
+    at init. Paper init (`init: paper`): that of the runs alpha_0 = 0.5 belongs to, the ViTs
+    of the official code (jiachenzhu/DyT main.py:293-304: timm's create_model, then
+    convert_ln_to_dyt), timm's default ViT init (timm/models/vision_transformer.py,
+    init_weights_vit_timm): every nn.Linear weight trunc_normal_(std=0.02) and bias zero,
+    qkv with biases; depthlab's `normal` with biases (the truncation at +-2, 100 std, is
+    left out). Its LLaMA runs (other_tasks/LLaMA, fms reset_parameters) draw the same std
+    without biases (attn_bias = mlp_bias = False, fms_fsdp/models/llama.py:67-68)."""
     return pre_ln(x, op)
 
 
@@ -198,9 +224,23 @@ def normformer(x, op):
     the attention output before it joins the stream (ln3), a learnable scale per attention head
     on its output before the output projection (1 at init: the registry entry's `head_scales`)
     and an LN on the FFN's hidden activation before W2 (`ffn_norm`):
-    h = x + LN3(Attn(LN1(x))); x' = h + W2 LN_f(act(W1 LN2(h) + b1)) + b2; a final LN."""
+    h = x + LN3(Attn(LN1(x))); x' = h + W2 LN_f(act(W1 LN2(h) + b1)) + b2; a final LN.
+    Paper init (`init: paper`, FAIRSEQ_INIT): the official code is fairseq's (transformer_lm_gpt,
+    examples/normformer/train_lm.sh), fairseq's `fairseq` init with biases (fairseq v0.12.2
+    fairseq/modules/multihead_attention.py:167-185; transformer_layer.py:498-502 fc1, fc2
+    plain nn.Linear in TransformerDecoderLayerBase)."""
     h = op.between(op.add(x, op.norm("ln3", op.attn(op.norm("ln1", x))), "attn"))
     return op.add(h, op.mlp(op.norm("ln2", h)), "mlp")
+
+
+@dataclass(frozen=True)
+class PaperInit:
+    """The init of a placement's paper (its official code where it has one): what the setting
+    `init: paper` draws for it (depthlab.vocabulary.settings resolves it to these two)."""
+
+    init: str  # one of the init setting's concrete values (settings.INITS, not "paper")
+    bias: bool  # whether its linear maps have biases (the bias setting)
+    source: str  # where it is from, in a line (repository and file, or paper section)
 
 
 @dataclass(frozen=True)
@@ -238,12 +278,15 @@ class Placement:
     head_scales: bool = False  # a learnable scale per attention head on its output before
     #                  the output projection (parameter head_scale, 1 at init)
     ffn_norm: bool = False  # a LayerNorm (lnf, gain 1, bias 0) on the FFN's hidden activation
+    paper_init: PaperInit | None = None  # its paper's init of the linear maps, drawn under
+    #                  `init: paper`; None: its paper gives none we could confirm (a placement
+    #                  with its own init, `own_init`, takes `init: paper` as torch_default)
     summary: str = ""  # its definition in a line (config/README.md's placement row)
 
     @property
     def own_init(self) -> bool:
         """Whether it draws its own init (its paper's or official code's), which replaces the
-        init setting (then fixed at torch_default)."""
+        init setting (then fixed at torch_default, which `init: paper` also resolves to)."""
         return self.init_gains is not None or self.init_divisors is not None
 
 
@@ -279,6 +322,15 @@ def _t_fixup_gains(n: int) -> dict[str, float]:
     return {"wq": 1.0, "wk": 1.0, "wv": scale, "wo": scale, "w1": scale, "w2": scale}
 
 
+# the paper inits (PaperInit): which of the init setting's drawings each paper's code uses
+MEGATRON_INIT = PaperInit("gpt2", True, "THUDM/CogView mpu/sparse_transformer.py:344-358, "
+                          ":407-408; mpu/layers.py:229, 302")
+LLAMA_NORMAL = "N(0, 0.02^2) every nn.Linear, bias=False: peft_pretraining/modeling_llama.py"
+# fairseq's MultiheadAttention.reset_parameters and plain nn.Linear fc1, fc2 (fairseq 0.12.2)
+FAIRSEQ_INIT = PaperInit("fairseq", True, "facebookresearch/fairseq v0.12.2 "
+                         "fairseq/modules/multihead_attention.py:167-185, transformer_layer.py")
+
+
 PLACEMENTS: dict[str, Placement] = {p.name: p for p in (
     Placement("post", "Post-LN", PALETTE[0], "o", POST, post_ln, residual=True,
               branch_scales=False, telescopes=False, final_norm=False,
@@ -299,11 +351,12 @@ PLACEMENTS: dict[str, Placement] = {p.name: p for p in (
     # normalises the carried sum x_d before it joins x_a
     Placement("resi_dual", "ResiDual", PALETTE[4], "D", POST, resi_dual, residual=True,
               branch_scales=False, telescopes=False, final_norm=True, carry=True,
+              paper_init=FAIRSEQ_INIT,
               summary="a Post-LN stream plus an un-normalised one, joined at the output"),
     # Pre-LN's flags: the (normalised) branch outputs are added to an unnormalised stream
     Placement("sandwich", "Sandwich-LN", PALETTE[5], "P", PRE, sandwich_ln, residual=True,
               branch_scales=True, telescopes=True, final_norm=True,
-              norms=("ln1", "ln2", "ln3", "ln4"),
+              norms=("ln1", "ln2", "ln3", "ln4"), paper_init=MEGATRON_INIT,
               summary="x=x+LN(f(LN(x)))"),
     Placement("peri", "Peri-LN", PALETTE[6], "X", PRE, peri_ln, residual=True, branch_scales=True,
               telescopes=True, final_norm=True, norms=("ln1", "ln2", "ln3", "ln4"),
@@ -318,6 +371,8 @@ PLACEMENTS: dict[str, Placement] = {p.name: p for p in (
     # Pre-LN's flags (the 1/sqrt(l) sits inside the branch, before Attn / FFN)
     Placement("lns", "LN-Scaling", PALETTE[8], "<", PRE, lns, residual=True, branch_scales=True,
               telescopes=True, final_norm=True,
+              paper_init=PaperInit("normal", False, "lmsdss/LayerNorm-Scaling " + LLAMA_NORMAL
+                                   + ":857-878, 154-156, 185-188"),
               summary="Pre-LN with the LN outputs of block l scaled by 1/√l"),
     # DeepNorm's block with torchscale's init (Post-LN's flags)
     Placement("deepnorm_torchscale", "DeepNorm (torchscale init)", PALETTE[16], (6, 1, 0), POST,
@@ -341,15 +396,21 @@ PLACEMENTS: dict[str, Placement] = {p.name: p for p in (
     # Post-LN blocks below, Pre-LN above: the stream does not telescope through the Post-LN part
     Placement("mix_ln", "Mix-LN", PALETTE[13], "8", PRE, mix_ln, residual=True,
               branch_scales=False, telescopes=False, final_norm=True,
+              paper_init=PaperInit("normal", False, "pixeli99/MixLN " + LLAMA_NORMAL
+                                   + ":818-835, 154-156, 185-188"),
               summary="Post-LN for the first ⌊L/4⌋ blocks, Pre-LN after"),
     # Pre-LN's flags, DyT for each LayerNorm
     Placement("dyt", "DyT", PALETTE[15], (4, 1, 0), PRE, dyt, residual=True, branch_scales=True,
               telescopes=True, final_norm=True, dyt_alpha0=0.5,
+              paper_init=PaperInit("normal", True, "jiachenzhu/DyT main.py:293-304, timm's "
+                                   "ViT init_weights_vit_timm: trunc_normal_(std=.02), zero "
+                                   "biases"),
               summary="Pre-LN with every LN replaced by DyT, γ·tanh(αx)+β, α=0.5 at init"),
     # Pre-LN's flags, with an LN on the attention output, head scales and an LN in the FFN
     Placement("normformer", "NormFormer", PALETTE[9], ">", PRE, normformer, residual=True,
               branch_scales=True, telescopes=True, final_norm=True,
               norms=("ln1", "ln2", "ln3"), head_scales=True, ffn_norm=True,
+              paper_init=FAIRSEQ_INIT,
               summary="x=x+LN(Attn_γ(LN(x))), heads scaled by γ_h (1 at init), an LN on the "
                       "FFN's hidden activation"),
     # ReZero's flags without gates: x_l = x_{l-1} + both branches, no LN anywhere
@@ -367,6 +428,7 @@ PLACEMENT_SETS: dict[str, Callable[[Placement], bool]] = {
     "common_init": lambda p: not p.own_init,  # takes the init setting
     "common_init_weighted": lambda p: not (p.own_init or p.gates),
     "own_init": lambda p: p.own_init,  # draws its paper's or official code's init
+    "paper_init": lambda p: p.own_init or p.paper_init is not None,  # takes `init: paper`
 }
 
 

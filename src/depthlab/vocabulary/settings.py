@@ -11,7 +11,10 @@ from depthlab.vocabulary.placements import PLACEMENTS, Placement
 
 ACTIVATIONS = ("relu", "gelu")
 ATTENTIONS = ("linear", "torch_mha")
-INITS = ("torch_default", "fan_in", "normal", "gpt2", "xavier")
+# `paper`: the placement's paper init (Placement.paper_init), resolved to one of the others
+# and a bias setting when the settings are built (RunSettings.__post_init__)
+PAPER = "paper"
+INITS = ("torch_default", "fan_in", "normal", "gpt2", "xavier", "fairseq", PAPER)
 DTYPES = ("float64", "float32")
 DEVICES = ("cpu", "cuda")
 LOSSES = ("mse", "cross_entropy")
@@ -93,11 +96,31 @@ class RunSettings:
     update_optimizer: str = "adam"
     block: str = ""
 
+    def __post_init__(self) -> None:
+        """`init: paper` resolved to what the placement's paper draws: its own init
+        (torch_default) for a placement with one, else its paper_init's init and bias, so the
+        settings (and the rows) say what was drawn. Left as is where there is none (check
+        rejects it)."""
+        if self.init != PAPER or self.placement not in PLACEMENTS:
+            return
+        placement = PLACEMENTS[self.placement]
+        if placement.own_init:
+            object.__setattr__(self, "init", "torch_default")
+        elif placement.paper_init is not None:
+            object.__setattr__(self, "init", placement.paper_init.init)
+            object.__setattr__(self, "bias", placement.paper_init.bias)
+
     @classmethod
     def from_mapping(cls, values: dict, where: str = "settings") -> RunSettings:
-        """Build settings from a config mapping, rejecting unknown keys and bad values."""
+        """Build settings from a config mapping, rejecting unknown keys and bad values (and a
+        bias given with `init: paper` that is not the paper's: `paper` sets both)."""
         reject_unknown_keys(cls, values, where)
         settings = cls(**values)
+        if values.get("init") == PAPER and "bias" in values and values["bias"] != settings.bias:
+            raise ConfigError(
+                f"{where}: bias={values['bias']!r} with init='paper' for placement "
+                f"{settings.placement!r}, whose paper init sets bias={settings.bias!r}"
+            )
         settings.check(where)
         return settings
 
@@ -150,6 +173,16 @@ class RunSettings:
                 f"{self.placement!r} (its branches are not scaled)"
             )
         self._check_placement_owns(placement, where)
+        if self.init == PAPER:  # not resolved by __post_init__: the placement has no paper init
+            raise ConfigError(
+                f"{where}: init='paper' does not apply to placement {self.placement!r}: no init "
+                "of its paper is known (Placement.paper_init)"
+            )
+        if self.init == "fairseq" and self.attention != "linear":
+            raise ConfigError(
+                f"{where}: attention={self.attention!r} with init='fairseq', which keeps four "
+                "nn.Linear's q, k, v biases (needs attention='linear')"
+            )
         for key in ("causal", "block_corr", "bias"):
             if not isinstance(getattr(self, key), bool):
                 raise ConfigError(f"{where}: {key}={getattr(self, key)!r} must be true or false")

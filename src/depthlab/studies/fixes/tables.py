@@ -150,7 +150,8 @@ INIT_PROBES = (
     ("head_token_corr", "params", "token corr of the head input"),
 )
 INIT_NAMES = {"torch_default": "PyTorch default", "normal": "N(0, 0.02²)",
-              "gpt2": "GPT-2 (W_o, W_2 / √(2L))", "xavier": "xavier"}
+              "gpt2": "GPT-2 (W_o, W_2 / √(2L))", "xavier": "xavier",
+              "fairseq": "fairseq (xavier-uniform attention)"}
 
 
 def _init_name(fix: str, init: str) -> str:
