@@ -65,16 +65,19 @@ def same_work_config() -> dict:
     96 at output scale 1, and scales 3 and 10 at L = 96; forward only)."""
     config = yaml.safe_load((ROOT / "config/config.yaml").read_text())
     study = config["studies"]["stack96"]
-    stream = {"settings": {"grad_of": "none"},
+    stream = {"settings": {"grad_of": "none", "seeds": plain.SEEDS},
               "axes": {"placement": ["pre"], "depth": [6, 24, 96], "out_scale": [1]},
               "pack": ["placement", "depth", "out_scale"]}
-    scaled = {"settings": {"grad_of": "none"},
+    scaled = {"settings": {"grad_of": "none", "seeds": plain.SEEDS},
               "axes": {"placement": ["pre"], "depth": [96], "out_scale": [3, 10]},
               "pack": ["placement", "depth", "out_scale"]}
-    # the plain scripts' seed count: the config's grad arm runs a 36-seed pool for the ledger
+    # the plain scripts' seed count in every arm: the config's stack96 runs a 36-seed pool for
+    # the ledger
     grad = {**study["arms"]["grad"],
             "settings": {**study["arms"]["grad"].get("settings", {}), "seeds": plain.SEEDS}}
-    study["arms"] = {"grad": grad, "stream": stream, "stream_scaled": scaled}
+    # a config file is merged onto config/config.yaml key by key: null removes the other arms
+    study["arms"] = {**dict.fromkeys(study["arms"]), "grad": grad, "stream": stream,
+                     "stream_scaled": scaled}
     return {"threads": config["threads"], "studies": {"stack96": study}}
 
 

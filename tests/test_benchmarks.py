@@ -106,3 +106,30 @@ def test_the_busy_sampler_averages_its_samples():
     assert busy.percent == pytest.approx(sum(busy.values) / len(busy.values))
     assert 20 <= busy.percent <= 40
     assert not busy.thread.is_alive()
+
+
+def test_the_same_work_config_plans_the_plain_scripts_cells(tmp_path):
+    """benchmarks/endtoend.same_work_config, merged onto config/config.yaml as Snakemake merges
+    it, plans exactly the plain scripts' cells (benchmarks/plain.py): the gradient table's
+    3 placements x 5 depths and the stream table's 3 + 2 cells, each at their 6 seeds, and no
+    other stack96 arm."""
+    import yaml
+
+    from benchmarks.endtoend import same_work_config
+    from depthlab.planner.grid import study_jobs
+    from depthlab.planner.overlay import config_of
+
+    (tmp_path / "same.yaml").write_text(yaml.safe_dump(same_work_config(), sort_keys=False))
+    jobs = [j for j in study_jobs(config_of(ROOT, str(tmp_path / "same.yaml")))
+            if j.study == "stack96"]
+    cells = {}
+    for job in jobs:
+        for cell in job.cells:
+            cells.setdefault(job.arm, []).append(cell.settings)
+    assert {arm: len(c) for arm, c in cells.items()} == {"grad": 15, "stream": 3,
+                                                         "stream_scaled": 2}
+    assert all(s.seeds == plain.SEEDS for c in cells.values() for s in c)
+    assert {(s.placement, s.depth) for s in cells["grad"]} == {
+        (p, d) for p in ("post", "pre", "none") for d in (6, 20, 24, 48, 96)}
+    assert sorted((s.depth, s.out_scale) for s in [*cells["stream"], *cells["stream_scaled"]]) \
+        == [(6, 1), (24, 1), (96, 1), (96, 3), (96, 10)]
