@@ -199,7 +199,7 @@ def test_a_target_this_config_cannot_build_says_which_config_can():
     why = target.unavailable({"stack96": ["grad"]}, shipped)
     assert why == ("fig_fixes_grad_readings: this config has no arm depth, grad_* of study "
                    "'fixes'; run it with --configfile config/fixes.yaml or "
-                   "config/tiny_fixes.yaml")
+                   "config/fixes_collapse.yaml or config/tiny_fixes.yaml")
     assert target.unavailable({"fixes": ["grad_ce"]}, shipped) == ""
     assert "no arm depth, grad_*" in target.unavailable({"fixes": ["width_64"]}, shipped)
 
