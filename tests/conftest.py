@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import fcntl
 import os
@@ -92,21 +93,23 @@ def edited(base: dict, edits: dict) -> dict:
 CONSOLE = "console.txt"  # in a shared run's folder
 
 
-def shared_folder(tmp_path_factory, worker_id: str) -> Path:
+@contextlib.contextmanager
+def session_lock(tmp_path_factory, worker_id: str, name: str):
     """The folder every pytest-xdist worker of this session shares (the session's own base
-    folder when there are no workers)."""
+    folder when there are no workers), held under lock `name` while the block runs: the first
+    worker to ask makes what `name` names, the others wait for it."""
     base = tmp_path_factory.getbasetemp()
-    return base if worker_id == "master" else base.parent
+    shared = base if worker_id == "master" else base.parent
+    with open(shared / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield shared
 
 
 def shared_frame(tmp_path_factory, worker_id: str, name: str, compute) -> pd.DataFrame:
     """`compute()` (a DataFrame) once for the whole test session, shared by every pytest-xdist
-    worker as `shared_run` shares a run: the first to ask computes it, the others wait on a
-    lock and read it back (Parquet, exact)."""
-    shared = shared_folder(tmp_path_factory, worker_id)
-    path = shared / f"{name}.parquet"
-    with open(shared / f"{name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    worker as `shared_run` shares a run (`session_lock`), read back from Parquet (exact)."""
+    with session_lock(tmp_path_factory, worker_id, name) as shared:
+        path = shared / f"{name}.parquet"
         if not path.exists():
             tmp = path.with_suffix(".partial")
             compute().to_parquet(tmp)
@@ -118,10 +121,8 @@ def shared_run(tmp_path_factory, worker_id: str, config: str) -> Path:
     """`config` run end to end once for the whole test session, shared by every pytest-xdist
     worker (the first to ask runs it while the others wait on a lock); returns its working
     directory, where CONSOLE holds what the run printed (stdout, then stderr)."""
-    shared = shared_folder(tmp_path_factory, worker_id)
-    workdir = shared / Path(config).stem
-    with open(shared / f"{Path(config).stem}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with session_lock(tmp_path_factory, worker_id, Path(config).stem) as shared:
+        workdir = shared / Path(config).stem
         if not (workdir / CONSOLE).exists():
             if workdir.exists():  # a run that failed part-way: start again
                 shutil.rmtree(workdir)

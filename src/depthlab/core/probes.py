@@ -195,6 +195,18 @@ def _corr(a: Tensor, b: Tensor) -> Tensor:
     return (a * b).sum(dim=(1, 2)) / _unit(a.norm(dim=(1, 2)) * b.norm(dim=(1, 2)))
 
 
+def _mean_abs(t: Tensor) -> Tensor:
+    """Mean absolute value of each seed's tensor (S, N, d) -> (S,)."""
+    return t.abs().mean(dim=(1, 2))
+
+
+def _normed_changes(states: list[Tensor]) -> list[Tensor]:
+    """LN(x_k) - LN(x_{k-1}) of consecutive states x_0..x_L (S, N, d), LN over d without affine
+    (eps 1e-5): the change of the normalised state, k = 1..L."""
+    normed = [torch.nn.functional.layer_norm(x, x.shape[-1:]) for x in states]
+    return [b - a for a, b in pairwise(normed)]
+
+
 def omega(params: StackParams, trace: Trace, s: RunSettings) -> list[Probe]:
     """The change of the normalised state made by block k, D_k = LN(x_k) - LN(x_{k-1}) with
     x_k = stream[k] (x_0 the input) and LN over d without affine (eps 1e-5): per seed, the
@@ -204,11 +216,10 @@ def omega(params: StackParams, trace: Trace, s: RunSettings) -> list[Probe]:
     Counting: layer k is the k-th block, theory096's omega_k when the input is its term 0 (the
     note's x_1, of variance (k-1) sigma^2 = 0); if the input counts as a first independent term,
     block k is omega_{k+1}. Units: the sd of a normalised coordinate (1)."""
-    normed = [torch.nn.functional.layer_norm(x, x.shape[-1:]) for x in trace.stream]
-    diffs = [b - a for a, b in pairwise(normed)]
+    diffs = _normed_changes(trace.stream)
     blocks = list(range(1, s.depth + 1))
     return [
-        Probe("omega_abs", "block", blocks, _per_seed(lambda t: t.abs().mean(dim=(1, 2)), diffs)),
+        Probe("omega_abs", "block", blocks, _per_seed(_mean_abs, diffs)),
         Probe("omega_var", "block", blocks, _per_seed(_var, diffs)),
     ]
 
@@ -223,12 +234,9 @@ def head_omega(params: StackParams, trace: Trace, s: RunSettings) -> list[Probe]
     blocks no longer move its output collapses: head_omega_abs decays in k. Units: the sd of a
     normalised coordinate (1)."""
     carry = trace.carry or [None] * len(trace.stream)
-    heads = [torch.nn.functional.layer_norm(head_input(h, c, params, s), h.shape[-1:])
-             for h, c in zip(trace.stream, carry, strict=True)]
-    blocks = list(range(1, s.depth + 1))
-    diffs = [b - a for a, b in pairwise(heads)]
-    return [Probe("head_omega_abs", "block", blocks,
-                  _per_seed(lambda t: t.abs().mean(dim=(1, 2)), diffs))]
+    heads = [head_input(h, c, params, s) for h, c in zip(trace.stream, carry, strict=True)]
+    return [Probe("head_omega_abs", "block", list(range(1, s.depth + 1)),
+                  _per_seed(_mean_abs, _normed_changes(heads)))]
 
 
 def block_independence(params: StackParams, trace: Trace, s: RunSettings) -> list[Probe]:
@@ -246,7 +254,7 @@ def block_independence(params: StackParams, trace: Trace, s: RunSettings) -> lis
     blocks = list(range(1, s.depth + 1))
     probes = [
         Probe("block_var", "block", blocks, _per_seed(_var, f)),
-        Probe("block_abs", "block", blocks, _per_seed(lambda t: t.abs().mean(dim=(1, 2)), f)),
+        Probe("block_abs", "block", blocks, _per_seed(_mean_abs, f)),
         Probe("block_stream_corr", "block", blocks,
               torch.stack([_corr(fk, x) for fk, x in zip(f, trace.stream, strict=False)], 1)),
     ]

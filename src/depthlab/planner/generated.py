@@ -79,6 +79,10 @@ def _meaning(f: dataclasses.Field) -> str:
     meaning = KEYS[f.name].meaning
     if f.name == "placement":
         meaning += ": " + "; ".join(f"`{p.name}` {p.summary}" for p in PLACEMENTS.values())
+    if f.name == "init":
+        meaning += ". The paper inits: " + "; ".join(
+            f"`{p.name}` `{p.paper_init.init}`{'' if p.paper_init.bias else ', no biases'} "
+            f"({p.paper_init.source})" for p in PLACEMENTS.values() if p.paper_init)
     return meaning
 
 
