@@ -355,6 +355,9 @@ def test_configs_have_the_same_keys_and_every_placement():
                 assert placements == RESPONSE_PLACEMENTS, placements
                 assert axes["update_lr"] == LRS and axes["update_optimizer"] == STEPS
                 continue
+            if "lr" in spec.get("training", {}):  # the learning-rate sweep
+                assert set(placements) <= set(SWEPT), placements
+                continue
             assert placements in (list(ORDER), ["pre"], OWN_INIT,
                                   *([WEIGHTED] if weights else [])), placements
     for config in (full, tiny):
@@ -365,6 +368,30 @@ def test_configs_have_the_same_keys_and_every_placement():
     stack96 = yaml.safe_load((ROOT / "config/config.yaml").read_text())["studies"]["stack96"]
     for key, value in stack96["settings"].items():
         assert full["studies"]["fixes"]["settings"][key] == value, key
+
+
+SWEPT = ["post", "deepnorm", "pre", "rezero"]  # one placement per family, and DeepNorm
+
+
+def test_the_sweep_gives_each_swept_placement_four_rates_half_a_decade_apart():
+    """config/fixes.yaml: each swept placement trains at 4 peak rates with the same warmup
+    (the warmup arm's rate among them), consecutive rates a factor 3 to 3.4 apart."""
+    study = config_of(ROOT, "config/fixes.yaml")["studies"]["fixestraining"]
+    warmup = study["training"]["warmup_steps"]
+    assert warmup == study["training"]["steps"] // 10
+    rates = {p: set() for p in SWEPT}
+    for spec in study["arms"].values():
+        training = {**study["training"], **spec.get("training", {})}
+        if training["warmup_steps"] != warmup:
+            continue
+        for placement in expand_axes(spec["axes"])["placement"]:
+            if placement in rates:
+                rates[placement].add(training["lr"])
+    for placement, swept in rates.items():
+        swept = sorted(swept)
+        assert len(swept) == 4, (placement, swept)
+        steps = np.diff(np.log10(swept))
+        assert ((steps > 0.47) & (steps < 0.53)).all(), (placement, swept)
 
 
 def test_named_placement_sets_come_from_the_registry():
@@ -412,6 +439,14 @@ def test_tiny_fixes_study_end_to_end(tiny_fixes_run):
     trained = pd.read_csv(work / "results/tables/fixes_training.csv")
     assert len(trained) == 2 * len(ORDER)
     assert sorted(trained["warmup steps"].unique()) == [0, 3]
+    # the sweep: 4 rates for each swept placement, one best, ranked at the best rates
+    sweep = pd.read_csv(work / "results/tables/fixes_lr_sweep.csv")
+    assert sweep.groupby("placement").size().to_dict() == {FIX_LABELS[p]: 4 for p in SWEPT}
+    assert (sweep.groupby("placement")["best rate"].count() == 1).all()
+    best = pd.read_csv(work / "results/tables/fixes_best_rate.csv")
+    assert sorted(best["placement"]) == sorted(FIX_LABELS[p] for p in SWEPT)
+    assert best["rank"].tolist() == [1, 2, 3, 4]
+    assert best["minus Pre-LN, per seed [95% t]"].isna().sum() == 1  # Pre-LN's own row
     fits = pd.read_parquet(work / "results/fits/fixestraining/nowarmup.parquet")
     steps = fits.loc[fits["quantity"] == "grad_ratio", "step"]
     assert sorted(steps.unique()) == [0, 3, 8]

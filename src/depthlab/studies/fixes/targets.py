@@ -84,13 +84,13 @@ TARGETS = declare(
     _table("table_fixes_probes_L192", "tables:probes_at_192", 192),
     Target(
         "table_fixes_width",
-        "fixes: every placement x probe at L = 24 across widths d = 64..512",
+        "fixes: every placement x probe at L = 24 across widths d = 64..256",
         draw="tables:width", reads=WIDTH_ARMS,
         title="Every placement on every probe at L = 24 across the width d, at initialisation",
         note=f"{CELLS} heads = d/32 (head size 32); d = 128 is the depth arm's L = 24 cell. "
         f"{DEFINITIONS}",
         caption="The per-cell probes of table_fixes_probes_L96 at L = 24 for each width d = "
-        "64, 128, 256, 512 (heads = d/32), per placement; dimensionless; median across "
+        "64, 128, 256 (heads = d/32), per placement; dimensionless; median across "
         f"seeds with the seed range. {SETUP}",
     ),
     Target(
@@ -107,7 +107,7 @@ TARGETS = declare(
     ),
     Target(
         "table_fixes_init",
-        "fixes: every placement under each init, with and without biases (L = 24, 96)",
+        "fixes: every placement under each init, with and without biases (L = 96)",
         draw="tables:init_axis", reads=INIT_ARMS,
         title="Every placement under each init and with or without biases, at initialisation",
         note=f"{CELLS} Inits: PyTorch's default (U(±1/√fan_in), biases too); N(0, 0.02²); "
@@ -117,7 +117,7 @@ TARGETS = declare(
         f"the forward pass or the gradient. {OWN_INIT} draw their own init (their paper's or "
         f"official code's). MSE loss. {READINGS} {DEFINITIONS}",
         caption="The init-time probes of every placement under four inits and with or "
-        "without biases at L = 24 and 96: the first/last gradient ratio under both readings "
+        "without biases at L = 96: the first/last gradient ratio under both readings "
         "of a block's gradient, stream growth, ω's decay rate and the token cosine after the "
         "last block and of the head's input; dimensionless; median across seeds with the "
         f"seed range. {SETUP}",
@@ -268,7 +268,7 @@ TARGETS = declare(
         draw="figures:width", reads=WIDTH_ARMS,
         caption="Gradient ratio, stream growth, ω decay rate, token cosine after the last "
         "block, the last block's MLP branch-to-stream ratio and the head's input sd at "
-        "L = 24 against the width d = 64, 128, 256, 512 (heads = d/32), a panel per probe, a "
+        "L = 24 against the width d = 64, 128, 256 (heads = d/32), a panel per probe, a "
         f"curve per placement; dimensionless. {BAND} {SETUP}",
     ),
 )

@@ -21,6 +21,7 @@ from depthlab.analysis.style import (
     spread_label,
     steps_axis,
 )
+from depthlab.studies.fixestraining.rates import at_shared_rate, best_rates, swept
 from depthlab.vocabulary.placements import COLORS, FAMILIES, LABELS, ORDER, PLACEMENTS
 
 WARMUP_DASHES = ("", (4, 1.5), (1, 1), (4, 1, 1, 1))  # solid, dashed, dotted, dash-dot
@@ -44,7 +45,9 @@ def _warmup_handles(warmups: list[int], color: str = "black", marker=None) -> li
 def loss(fits: pd.DataFrame):
     """A panel per placement: the train loss (10-step running median of the per-step seed
     medians) and the validation loss (markers, seed range as bars) against step, a line style
-    per warmup arm; the grey line is the corpus's unigram entropy."""
+    per warmup arm; the grey line is the corpus's unigram entropy; the cells at the rate every
+    placement trained at."""
+    fits = at_shared_rate(fits)
     train = pick(fits, quantity="train_loss")
     val = pick(fits, quantity="val_loss")
     entropy = pick(fits, quantity="unigram_entropy")["median"].iloc[0]
@@ -92,7 +95,9 @@ PROBES = ("grad_ratio", "stream_growth", "token_corr_last", "omega_slope",
 def probes(fits: pd.DataFrame):
     """Rows: the probes at each checkpoint against step (symlog x); columns: the placement
     families; a curve per placement (colour, marker) and warmup arm (line style); a quantity
-    that is 0 at a checkpoint is left out of a log panel."""
+    that is 0 at a checkpoint is left out of a log panel; the cells at the rate every placement
+    trained at."""
+    fits = at_shared_rate(fits)
     warmups = _warmups(pick(fits, quantity="grad_ratio"))
     present = set(fits["placement"])
     families = [f for f in FAMILIES if any(PLACEMENTS[p].family == f for p in present)]
@@ -124,4 +129,34 @@ def probes(fits: pd.DataFrame):
            extra=_warmup_handles(warmups), notes=[
                f"{spread_label(pick(fits, quantity=PROBES[0]))}; probe batch of the "
                "validation split"])
+    return fig
+
+
+def lr_sweep(fits: pd.DataFrame):
+    """The final validation loss against the learning rate (log x), a curve per swept
+    placement (seed mean, seed range as a band), its best rate circled, a panel per warmup
+    length; the grey line is the corpus's unigram entropy."""
+    cells = swept(fits)
+    entropy = pick(fits, quantity="unigram_entropy")["median"].iloc[0]
+    best = best_rates(cells)
+    warmups = _warmups(cells)
+    fig, axes = grid(1, len(warmups), 3.2, 2.4, sharey=True)
+    drawn = []
+    for ax, warmup in zip(axes[0], warmups, strict=True):
+        drawn += curves(ax, pick(cells, warmup_steps=warmup), "lr", spread=("min", "mean", "max"))
+        for row in pick(best, warmup_steps=warmup).itertuples():
+            ax.plot(row.lr, row.mean, "o", ms=9, mfc="none", mec=COLORS[row.placement], mew=1)
+        ax.axhline(entropy, color="grey", lw=0.8, ls="-.")
+        log_scale(ax, "x")
+        depth = int(cells["depth"].iloc[0])
+        ax.set_title(f"L = {depth}, warmup {warmup} steps")
+        ax.set_xlabel("peak learning rate (AdamW)")
+        ax.set_ylabel(f"val loss at step {int(cells['step'].max())} (nats/char)")
+        ax.label_outer()
+    n = int(cells["n_seeds"].max())
+    legend(fig, [p for p in ORDER if p in drawn], extra=[
+        (Line2D([], [], color="black", marker="o", ms=9, mfc="none", ls="none"),
+         "each placement's best rate (lowest mean)"),
+        (Line2D([], [], color="grey", ls="-.", lw=0.8), "unigram entropy of the corpus"),
+    ], notes=[f"line: mean of {n} seeds; band: seed range"])
     return fig

@@ -13,8 +13,9 @@ from __future__ import annotations
 import pandas as pd
 
 from depthlab.analysis.profiles import PerSeed, last, omega_slope, summarise_checkpoints, wide
+from depthlab.studies.fixestraining.rates import best_rates, swept
 
-KEYS = ["arm", "label", "placement", "depth", "warmup_steps"]
+KEYS = ["arm", "label", "placement", "depth", "lr", "warmup_steps"]
 SEED_KEYS = ["arm", "label", "seed", "step"]
 
 # per (cell, checkpoint), one number per seed: name -> what it is (units)
@@ -59,8 +60,23 @@ def per_seed(table: pd.DataFrame) -> pd.DataFrame:
     return out.frame()
 
 
+def at_best_rates(fits: pd.DataFrame) -> pd.DataFrame:
+    """Each swept placement's final validation loss at its best rate (rates.best_rates), as
+    rows of quantity `val_loss_best_rate` in arm `best_rate` (label: the placement), lr its best
+    rate: what the claims ledger reads to compare placements each at its best rate."""
+    best = best_rates(swept(fits)).drop(columns=["rates", "interior"])
+    best["quantity"] = "val_loss_best_rate"
+    best["arm"] = "best_rate"
+    best["label"] = best["placement"]
+    return best
+
+
 def fit(table: pd.DataFrame, axes: dict[str, list[str]]) -> pd.DataFrame:
     """Every raw metric summarised per (cell, step, layer) (quantity = metric, or
     metric_sublayer for per-sublayer metrics; the losses and the corpus's unigram_entropy at
-    layer 0), and the DERIVED quantities per (cell, step)."""
-    return summarise_checkpoints(table, per_seed(table), KEYS)
+    layer 0), the DERIVED quantities per (cell, step), and the swept placements' final
+    validation loss at their best rates (at_best_rates)."""
+    fits = summarise_checkpoints(table, per_seed(table), KEYS)
+    if swept(fits).empty:
+        return fits
+    return pd.concat([fits, at_best_rates(fits)], ignore_index=True)

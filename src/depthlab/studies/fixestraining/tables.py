@@ -9,6 +9,7 @@ import pandas as pd
 from depthlab.analysis.select import pick
 from depthlab.analysis.stats import t_interval
 from depthlab.analysis.tables import fmt, median_range, spread
+from depthlab.studies.fixestraining.rates import at_shared_rate, best_rates, swept
 from depthlab.vocabulary.placements import LABELS, ORDER
 
 # the probes shown at step 0 and at the end (fit.DERIVED)
@@ -29,7 +30,9 @@ def trains(val: pd.Series, entropy: float) -> str:
 def summary(fits: pd.DataFrame) -> pd.DataFrame:
     """Per placement and warmup arm: the final validation loss (median, seed range), whether
     it trains (every seed below the unigram entropy), the gap to the same placement's other
-    warmup arm, and the probes at step 0 and at the last step (median, seed range)."""
+    warmup arm, and the probes at step 0 and at the last step (median, seed range); the cells
+    at the rate every placement trained at (rates.shared_rate)."""
+    fits = at_shared_rate(fits)
     val = pick(fits, quantity="val_loss")
     entropy = float(pick(fits, quantity="unigram_entropy")["median"].iloc[0])
     end = int(val["step"].max())
@@ -66,8 +69,9 @@ def ranking(fits: pd.DataFrame) -> pd.DataFrame:
     each the gap to the next one down the ranking: the median of the per-seed differences
     (seeds paired: the same seed draws the same batches and, under the same init, the same
     weights) with its 95% t-interval, and whether that interval excludes 0 ('resolved': the
-    gap exceeds what the seeds' spread allows) and whether the two seed ranges are disjoint."""
-    val = pick(fits, quantity="val_loss")
+    gap exceeds what the seeds' spread allows) and whether the two seed ranges are disjoint; the
+    cells at the rate every placement trained at (rates.shared_rate)."""
+    val = pick(at_shared_rate(fits), quantity="val_loss")
     final = val[val["step"] == val["step"].max()]
     rows = []
     for warmup in sorted(final["warmup_steps"].unique()):
@@ -85,5 +89,77 @@ def ranking(fits: pd.DataFrame) -> pd.DataFrame:
                             f"[{fmt(lo)}, {fmt(hi)}]",
                             "resolved (interval > 0)": "yes" if lo > 0 else "no",
                             "seed ranges disjoint": "yes" if b.min > a.max else "no"})
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _mean_interval(row) -> str:
+    """A seed summary row as 'mean [95% t-interval]'."""
+    return f"{fmt(row['mean'])} {spread(row['ci_lo'], row['ci_hi'])}"
+
+
+def _paired(a, b) -> tuple[float, float, float]:
+    """Seed mean and 95% t-interval of b − a per seed (fit rows with the same seeds)."""
+    if list(a["seeds"]) != list(b["seeds"]):
+        raise ValueError(f"unpaired seeds: {a['seeds']} against {b['seeds']}")
+    diff = np.array(b["seed_values"]) - np.array(a["seed_values"])
+    lo, hi = t_interval(diff)
+    return float(diff.mean()), lo, hi
+
+
+def _successes(row, entropy: float) -> str:
+    """How many seeds end below the unigram entropy, of how many."""
+    values = np.asarray(row["seed_values"])
+    return f"{int((values < entropy).sum())}/{len(values)}"
+
+
+def sweep(fits: pd.DataFrame) -> pd.DataFrame:
+    """Per swept placement and rate: the final validation loss (seed mean [95% t-interval],
+    seed range), the seeds ending below the unigram entropy, and whether it is the placement's
+    best rate (rates.best_rates)."""
+    cells = swept(fits)
+    entropy = float(pick(fits, quantity="unigram_entropy")["median"].iloc[0])
+    best = {(b.warmup_steps, b.placement): b.lr for b in best_rates(cells).itertuples()}
+    rows = []
+    for placement in [p for p in ORDER if p in set(cells["placement"])]:
+        for row in pick(cells, placement=placement).sort_values(["warmup_steps", "lr"]).to_dict(
+                "records"):
+            rows.append({
+                "placement": LABELS[placement], "L": int(row["depth"]),
+                "warmup steps": int(row["warmup_steps"]), "learning rate": fmt(row["lr"]),
+                f"val loss at step {int(row['step'])}, mean [95% t]": _mean_interval(row),
+                "seed range": spread(row["min"], row["max"]),
+                f"seeds < {entropy:.4g}": _successes(row, entropy),
+                "best rate": "yes" if best[(row["warmup_steps"], placement)] == row["lr"]
+                else ""})
+    return pd.DataFrame(rows)
+
+
+def best_rate_ranking(fits: pd.DataFrame) -> pd.DataFrame:
+    """The swept placements each at its best rate, in order of the seed mean of the final
+    validation loss: the rate, whether it is interior, the loss (mean [95% t]), the seeds below
+    the unigram entropy, the paired per-seed difference to Pre-LN at its best rate and to the
+    next placement down (mean [95% t]; resolved where the interval excludes 0)."""
+    best = best_rates(swept(fits))
+    entropy = float(pick(fits, quantity="unigram_entropy")["median"].iloc[0])
+    rows = []
+    for warmup, arm in best.groupby("warmup_steps", sort=True):
+        ranked = arm.sort_values("mean").to_dict("records")
+        pre = next((r for r in ranked if r["placement"] == "pre"), None)
+        for rank, (a, b) in enumerate(zip(ranked, [*ranked[1:], None], strict=True), 1):
+            row = {"warmup steps": int(warmup), "rank": rank, "placement": LABELS[a["placement"]],
+                   "best rate": fmt(a["lr"]),
+                   "rates swept": ", ".join(fmt(r) for r in a["rates"]),
+                   "interior": "yes" if a["interior"] else "no",
+                   "val loss, mean [95% t]": _mean_interval(a),
+                   f"seeds < {entropy:.4g}": _successes(a, entropy)}
+            if pre is not None and a is not pre:
+                mean, lo, hi = _paired(pre, a)
+                row["minus Pre-LN, per seed [95% t]"] = f"{fmt(mean)} {spread(lo, hi)}"
+            if b is not None:
+                mean, lo, hi = _paired(a, b)
+                row.update({"next": LABELS[b["placement"]],
+                            "gap to next, per seed [95% t]": f"{fmt(mean)} {spread(lo, hi)}",
+                            "resolved (interval > 0)": "yes" if lo > 0 else "no"})
             rows.append(row)
     return pd.DataFrame(rows)

@@ -3,12 +3,17 @@ warmup, and what does training do to their init-time probes? Declared once."""
 
 from depthlab.vocabulary.targets import Target, declare
 
-SETUP = ("A character-level model on Tiny Shakespeare: the fixes study's stack (d = 128, 4 "
-         "heads, 4x ReLU FFN, PyTorch's default init) at L = 24, float32, batches of 8 x 64 "
-         "characters, AdamW (lr 1e-3, cosine to 1e-4, weight decay 0.1), 120 steps, with a "
-         "linear warmup of 12 steps (10%) and without, 3 seeds (config/fixes.yaml); probes on "
-         "one fixed validation batch of 4 sequences after a backward pass of its "
-         "next-character loss.")
+SETUP = ("A character-level model on Tiny Shakespeare: the fixes study's stack narrowed to d = "
+         "64 (2 heads, 4x ReLU FFN, PyTorch's default init) at L = 24, float32, batches of 8 x "
+         "64 characters, AdamW (cosine to a tenth of the peak rate, weight decay 0.1), 200 "
+         "steps, with a linear warmup of 20 steps (10%) and without, 5 seeds "
+         "(config/fixes.yaml); probes on one fixed validation batch of 4 sequences after a "
+         "backward pass of its next-character loss.")
+SHARED = ("Every placement at the rate they all trained at (peak 1e-3 in config/fixes.yaml).")
+SWEEP = ("The learning-rate sweep: Post-LN, DeepNorm, Pre-LN and ReZero (one placement per "
+         "family of the registry, and DeepNorm, the fix whose claim the comparison grades) at "
+         "four or more peak rates half a decade apart, with the 20-step warmup; a placement's "
+         "best rate is the one with the lowest seed mean of the final validation loss.")
 
 TARGETS = declare(
     "fixestraining",
@@ -30,7 +35,7 @@ TARGETS = declare(
         "character, median and seed range), whether every seed ends below the unigram "
         "entropy, the difference to the other warmup arm, and the first/last gradient ratio, "
         "stream growth and token correlation at step 0 and at the end (dimensionless; median "
-        f"and seed range). {SETUP}",
+        f"and seed range). {SHARED} {SETUP}",
     ),
     Target(
         "table_fixes_training_ranking",
@@ -46,7 +51,7 @@ TARGETS = declare(
         caption="Per warmup arm, every placement in order of its median final validation loss "
         "(nats per character, seed range beside), the paired per-seed gap to the next one "
         "with its 95% t-interval, and whether the seeds resolve it (interval above 0; seed "
-        f"ranges disjoint). {SETUP}",
+        f"ranges disjoint). {SHARED} {SETUP}",
     ),
     Target(
         "fig_fixes_training_loss",
@@ -55,7 +60,7 @@ TARGETS = declare(
         caption="Training loss (10-step running median of the per-step seed medians) and "
         "validation loss (markers, seed range as bars) in nats per character against the "
         "optimiser step, a panel per placement, a line style per warmup arm; the grey line is "
-        f"the corpus's unigram entropy. {SETUP}",
+        f"the corpus's unigram entropy. {SHARED} {SETUP}",
     ),
     Target(
         "fig_fixes_training_probes",
@@ -65,6 +70,45 @@ TARGETS = declare(
         "the last block, the log-log decay rate of ω over the deepest three quarters of the "
         "blocks and the last block's MLP branch-to-stream ratio (dimensionless) at each "
         "checkpoint against step (symlog), a column per warmup arm, a curve per placement; "
-        f"median and seed range. {SETUP}",
+        f"median and seed range. {SHARED} {SETUP}",
+    ),
+    Target(
+        "table_fixes_lr_sweep",
+        "fixes training: the learning-rate sweep, final validation loss per placement and rate",
+        draw="tables:sweep", reads=("*",),
+        title="The learning-rate sweep: final validation loss per placement and peak rate",
+        note="val loss: seed mean [95% t-interval] and seed range at the last step (nats/char); "
+        "seeds < entropy: the seeds whose final validation loss is below the corpus's unigram "
+        "entropy (the loss of the character frequencies alone); best rate: the placement's "
+        "rate with the lowest mean.",
+        caption="Per swept placement and peak learning rate: the final validation loss (nats "
+        "per character; seed mean, 95% t-interval, seed range), how many seeds end below the "
+        f"unigram entropy, and the placement's best rate. {SWEEP} {SETUP}",
+    ),
+    Target(
+        "table_fixes_best_rate",
+        "fixes training: the swept placements ranked at their best learning rates, paired "
+        "against Pre-LN",
+        draw="tables:best_rate_ranking", reads=("*",),
+        title="The swept placements ranked at their best learning rates",
+        note="interior: rates below and above the best were swept. val loss: seed mean [95% "
+        "t-interval] at the last step (nats/char). minus Pre-LN and gap to next: per-seed "
+        "differences (paired: the same seed draws the same batches), mean [95% t]; resolved = "
+        "the interval excludes 0. The best rate is chosen on the seeds it is reported on, so "
+        "each loss is an optimistic estimate (the same selection for every placement).",
+        caption="Each swept placement at its best peak learning rate, in order of its mean "
+        "final validation loss (nats per character): the rates swept, whether the best is "
+        "interior, the loss with its 95% t-interval, the seeds below the unigram entropy, and "
+        "the paired per-seed differences to Pre-LN at its best rate and to the next placement "
+        f"(mean, 95% t-interval). {SWEEP} {SETUP}",
+    ),
+    Target(
+        "fig_fixes_lr_sweep",
+        "fixes training: final validation loss against the learning rate, per placement",
+        draw="figures:lr_sweep", reads=("*",),
+        caption="Final validation loss (nats per character; line: seed mean, band: seed range) "
+        "against the peak learning rate of AdamW (log scale), a curve per swept placement in "
+        "the registry's colour and marker, its best rate circled; the grey line is the "
+        f"corpus's unigram entropy. {SWEEP} {SETUP}",
     ),
 )
