@@ -10,8 +10,9 @@ import pandas as pd
 import pytest
 
 from depthlab.analysis.stats import seed_summary
+from depthlab.claims.fits import study_fits
 from depthlab.studies.fixestraining import tables
-from depthlab.studies.fixestraining.fit import at_best_rates
+from depthlab.studies.fixestraining.fit import across_arms, at_best_rates
 from depthlab.studies.fixestraining.rates import (
     at_shared_rate,
     best_rates,
@@ -76,6 +77,21 @@ def test_best_rate_rows_for_the_ledger_carry_the_seeds_at_that_rate():
     assert set(rows["quantity"]) == {"val_loss_best_rate"} and set(rows["arm"]) == {"best_rate"}
     np.testing.assert_allclose(rows.loc["pre", "seed_values"],
                                [2.48, 2.47, 2.46, 2.45, 2.44])
+
+
+def test_the_ledger_reads_the_best_rates_derived_across_the_arms_fits(tmp_path):
+    """Each arm is fitted on its own, so no arm's fit holds a sweep: the ledger's reading of a
+    study's fits derives the best rates from all of them together."""
+    fits = _fits()
+    paths = []
+    for arm, rows in fits.groupby("arm"):
+        paths.append(tmp_path / f"{arm}.parquet")
+        rows.to_parquet(paths[-1])
+        assert across_arms(rows).empty  # one arm alone holds no sweep
+    read = study_fits("fixestraining", paths)
+    best = read[read["quantity"] == "val_loss_best_rate"].set_index("placement")
+    assert best["lr"].to_dict() == {"post": 3e-4, "pre": 3e-2}
+    assert len(read) == len(fits) + 2
 
 
 def test_ranking_at_best_rates_pairs_seeds():

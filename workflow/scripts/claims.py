@@ -5,7 +5,7 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-from depthlab.analysis.fits import read_fits
+from depthlab.claims.fits import study_fits
 from depthlab.claims.ledger import ledger
 from depthlab.claims.publish import to_html, to_markdown
 from depthlab.claims.schema import load_claims
@@ -18,7 +18,7 @@ paths = list(snakemake.input.fits)
 by_study = defaultdict(list)
 for path in paths:  # results/fits/<study>/<arm>.parquet
     by_study[Path(path).parent.name].append(path)
-fits = {study: read_fits(group) for study, group in by_study.items()}
+fits = {study: study_fits(study, group) for study, group in by_study.items()}
 table, readings = ledger(load_claims(snakemake.input.claims), fits,
                         json.loads(snakemake.params.settings))
 write_parquet(table, snakemake.output.parquet, provenance(inherited([read_meta(p) for p in paths])))

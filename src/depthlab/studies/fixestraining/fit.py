@@ -71,12 +71,16 @@ def at_best_rates(fits: pd.DataFrame) -> pd.DataFrame:
     return best
 
 
+def across_arms(fits: pd.DataFrame) -> pd.DataFrame:
+    """The rows derived from every arm's fit together (each arm is fitted on its own): the best
+    rates of the sweeps (at_best_rates), none where no placement was swept."""
+    if swept(fits).empty:
+        return fits.iloc[:0]
+    return at_best_rates(fits)
+
+
 def fit(table: pd.DataFrame, axes: dict[str, list[str]]) -> pd.DataFrame:
     """Every raw metric summarised per (cell, step, layer) (quantity = metric, or
     metric_sublayer for per-sublayer metrics; the losses and the corpus's unigram_entropy at
-    layer 0), the DERIVED quantities per (cell, step), and the swept placements' final
-    validation loss at their best rates (at_best_rates)."""
-    fits = summarise_checkpoints(table, per_seed(table), KEYS)
-    if swept(fits).empty:
-        return fits
-    return pd.concat([fits, at_best_rates(fits)], ignore_index=True)
+    layer 0), and the DERIVED quantities per (cell, step)."""
+    return summarise_checkpoints(table, per_seed(table), KEYS)
