@@ -55,6 +55,12 @@ class PerSeed:
         return pd.concat(self.parts, ignore_index=True)
 
 
+def unigram_entropy(fits: pd.DataFrame) -> float:
+    """The corpus's unigram entropy (nats/char) a training study's fit records at step 0: the
+    loss of a model of the character frequencies alone."""
+    return float(fits.loc[fits["quantity"] == "unigram_entropy", "median"].iloc[0])
+
+
 def summarise_checkpoints(table: pd.DataFrame, derived: pd.DataFrame, keys: list[str]
                           ) -> pd.DataFrame:
     """A training study's fit: every raw metric of its tidy table summarised across seeds per

@@ -29,6 +29,11 @@ def median_range(row) -> str:
     return f"{fmt(row['median'])} {spread(row['min'], row['max'])}"
 
 
+def mean_interval(row) -> str:
+    """A seed summary row as 'mean [95% t-interval]'."""
+    return f"{fmt(row['mean'])} {spread(row['ci_lo'], row['ci_hi'])}"
+
+
 def ranges(k, ok) -> str:
     """The values of k (integers) where ok holds, as ranges ('1–3, 20–96'), or 'none'."""
     out, start = [], None

@@ -9,6 +9,7 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.lines import Line2D
 
+from depthlab.analysis.profiles import unigram_entropy
 from depthlab.analysis.select import pick
 from depthlab.analysis.style import (
     PLACEMENT_STYLE,
@@ -50,7 +51,7 @@ def loss(fits: pd.DataFrame):
     fits = at_shared_rate(fits)
     train = pick(fits, quantity="train_loss")
     val = pick(fits, quantity="val_loss")
-    entropy = pick(fits, quantity="unigram_entropy")["median"].iloc[0]
+    entropy = unigram_entropy(fits)
     placements = [p for p in ORDER if p in set(train["placement"])]
     warmups = _warmups(train)
     cols = min(3, len(placements))
@@ -137,7 +138,7 @@ def lr_sweep(fits: pd.DataFrame):
     placement (seed mean, seed range as a band), its best rate circled, a panel per warmup
     length; the grey line is the corpus's unigram entropy."""
     cells = swept(fits)
-    entropy = pick(fits, quantity="unigram_entropy")["median"].iloc[0]
+    entropy = unigram_entropy(fits)
     best = best_rates(cells)
     warmups = _warmups(cells)
     fig, axes = grid(1, len(warmups), 3.2, 2.4, sharey=True)

@@ -6,9 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from depthlab.analysis.profiles import unigram_entropy
 from depthlab.analysis.select import pick
 from depthlab.analysis.stats import t_interval
-from depthlab.analysis.tables import fmt, median_range, spread
+from depthlab.analysis.tables import fmt, mean_interval, median_range, spread
 from depthlab.studies.fixestraining.rates import at_shared_rate, best_rates, swept
 from depthlab.vocabulary.placements import LABELS, ORDER
 
@@ -34,7 +35,7 @@ def summary(fits: pd.DataFrame) -> pd.DataFrame:
     at the rate every placement trained at (rates.shared_rate)."""
     fits = at_shared_rate(fits)
     val = pick(fits, quantity="val_loss")
-    entropy = float(pick(fits, quantity="unigram_entropy")["median"].iloc[0])
+    entropy = unigram_entropy(fits)
     end = int(val["step"].max())
     final = val[val["step"] == end]
     rows = []
@@ -93,11 +94,6 @@ def ranking(fits: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _mean_interval(row) -> str:
-    """A seed summary row as 'mean [95% t-interval]'."""
-    return f"{fmt(row['mean'])} {spread(row['ci_lo'], row['ci_hi'])}"
-
-
 def _paired(a, b) -> tuple[float, float, float]:
     """Seed mean and 95% t-interval of b − a per seed (fit rows with the same seeds)."""
     if list(a["seeds"]) != list(b["seeds"]):
@@ -118,7 +114,7 @@ def sweep(fits: pd.DataFrame) -> pd.DataFrame:
     seed range), the seeds ending below the unigram entropy, and whether it is the placement's
     best rate (rates.best_rates)."""
     cells = swept(fits)
-    entropy = float(pick(fits, quantity="unigram_entropy")["median"].iloc[0])
+    entropy = unigram_entropy(fits)
     best = {(b.warmup_steps, b.placement): b.lr for b in best_rates(cells).itertuples()}
     rows = []
     for placement in [p for p in ORDER if p in set(cells["placement"])]:
@@ -127,7 +123,7 @@ def sweep(fits: pd.DataFrame) -> pd.DataFrame:
             rows.append({
                 "placement": LABELS[placement], "L": int(row["depth"]),
                 "warmup steps": int(row["warmup_steps"]), "learning rate": fmt(row["lr"]),
-                f"val loss at step {int(row['step'])}, mean [95% t]": _mean_interval(row),
+                f"val loss at step {int(row['step'])}, mean [95% t]": mean_interval(row),
                 "seed range": spread(row["min"], row["max"]),
                 f"seeds < {entropy:.4g}": _successes(row, entropy),
                 "best rate": "yes" if best[(row["warmup_steps"], placement)] == row["lr"]
@@ -141,7 +137,7 @@ def best_rate_ranking(fits: pd.DataFrame) -> pd.DataFrame:
     the unigram entropy, the paired per-seed difference to Pre-LN at its best rate and to the
     next placement down (mean [95% t]; resolved where the interval excludes 0)."""
     best = best_rates(swept(fits))
-    entropy = float(pick(fits, quantity="unigram_entropy")["median"].iloc[0])
+    entropy = unigram_entropy(fits)
     rows = []
     for warmup, arm in best.groupby("warmup_steps", sort=True):
         ranked = arm.sort_values("mean").to_dict("records")
@@ -151,7 +147,7 @@ def best_rate_ranking(fits: pd.DataFrame) -> pd.DataFrame:
                    "best rate": fmt(a["lr"]),
                    "rates swept": ", ".join(fmt(r) for r in a["rates"]),
                    "interior": "yes" if a["interior"] else "no",
-                   "val loss, mean [95% t]": _mean_interval(a),
+                   "val loss, mean [95% t]": mean_interval(a),
                    f"seeds < {entropy:.4g}": _successes(a, entropy)}
             if pre is not None and a is not pre:
                 mean, lo, hi = _paired(pre, a)

@@ -6,17 +6,12 @@ from __future__ import annotations
 import pandas as pd
 
 from depthlab.analysis.select import pick
-from depthlab.analysis.tables import fmt, median_range, spread
+from depthlab.analysis.tables import mean_interval, median_range
 from depthlab.studies.scale.fit import deepest
 from depthlab.vocabulary.placements import LABELS, ORDER
 
 SHOWN_ENDS = (32, 128, 512, 1024)  # the octave ends a table shows, where present (else all)
 GRAD_READING = {"params": "all parameters", "weights": "weight matrices"}
-
-
-def _mean_ci(row) -> str:
-    """A seed summary row as 'mean [95% CI]'."""
-    return f"{fmt(row['mean'])} {spread(row['ci_lo'], row['ci_hi'])}"
 
 
 def local_exponents(fits: pd.DataFrame) -> pd.DataFrame:
@@ -33,7 +28,7 @@ def local_exponents(fits: pd.DataFrame) -> pd.DataFrame:
                                      ("stream_local_prediction", "sqrt(V_0 + l σ²) exponent"),
                                      ("omega_local_slope", "ω slope")):
                 cell = pick(deep, quantity=quantity, placement=placement, layer=end)
-                row[column] = _mean_ci(cell.iloc[0]) if len(cell) == 1 else "—"
+                row[column] = mean_interval(cell.iloc[0]) if len(cell) == 1 else "—"
             if any(v != "—" for k, v in row.items() if k not in ("placement", "octave (blocks)")):
                 rows.append(row)
     return pd.DataFrame(rows)
@@ -51,7 +46,7 @@ def grad_ratio_by_depth(fits: pd.DataFrame) -> pd.DataFrame:
                      grad_of=grad_of, depth=depth)
         rows.append({"placement": LABELS[placement], "gradient": GRAD_READING[grad_of],
                      "L": int(depth), "‖g_1‖/‖g_L‖": median_range(cell.iloc[0]),
-                     "local exponent vs L": _mean_ci(local.iloc[0]) if len(local) else "—",
+                     "local exponent vs L": mean_interval(local.iloc[0]) if len(local) else "—",
                      "_order": ORDER.index(placement)})
     frame = pd.DataFrame(rows)
     if frame.empty:

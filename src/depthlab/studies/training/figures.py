@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 
 from depthlab.analysis.omega import formula_abs
+from depthlab.analysis.profiles import unigram_entropy
 from depthlab.analysis.select import pick
 from depthlab.analysis.style import band, grid, legend, log_scale, steps_axis, ylabel
 from depthlab.vocabulary.placements import COLORS, LABELS, MARKERS, ORDER
@@ -91,7 +92,7 @@ def loss(fits: pd.DataFrame):
     (column), a line style per warmup arm; the grey line is the corpus's unigram entropy."""
     train = pick(_normed(fits), quantity="train_loss")
     val = pick(_normed(fits), quantity="val_loss")
-    entropy = pick(fits, quantity="unigram_entropy")["median"].iloc[0]
+    entropy = unigram_entropy(fits)
     placements = [p for p in ORDER if p in set(train["placement"])]
     depths = sorted(train["depth"].unique())
     warmups = sorted(train["warmup_steps"].unique())

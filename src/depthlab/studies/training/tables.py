@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from depthlab.analysis.profiles import unigram_entropy
 from depthlab.analysis.select import pick
 from depthlab.analysis.tables import spread
 from depthlab.studies.training.fit import SUMMARIES, deviation
@@ -47,7 +48,7 @@ def summary(fits: pd.DataFrame, preserved_within: float = 0.2) -> pd.DataFrame:
     (see `verdict`); then the validation loss (change = end / step 0) against the corpus's
     unigram entropy."""
     rows = []
-    entropy = pick(fits, quantity="unigram_entropy")["median"].iloc[0]
+    entropy = unigram_entropy(fits)
     for (placement, depth, warmup, final_norm), _ in pick(fits, quantity="val_loss").groupby(
             ["placement", "depth", "warmup_steps", "final_norm"]):
         base = {"placement": LABELS[placement], "L": int(depth),
