@@ -120,15 +120,35 @@ def test_streamed_blocks_give_the_stored_numbers_bit_for_bit(placement, options)
     assert len(streamed.blocks) == s.depth and not isinstance(streamed.blocks, list)
 
 
-def test_a_forward_only_cell_equals_its_unstreamed_measurement(monkeypatch):
-    """measure_cell streams the blocks of a forward-only cell (grad_of none): the same rows as
-    building every block first."""
-    import depthlab.core.measure as measure
+def test_released_blocks_give_each_block_up_to_the_one_pass_that_reaches_it():
+    """ReleasedBlocks yields the drawn blocks in order, holds none once the pass is through,
+    and refuses a second pass rather than give it no blocks."""
+    from depthlab.core.model import ReleasedBlocks
+
+    s = small(grad_of="none", depth=4)
+    params, draw = build(s, [0, 1])
+    stored = list(params.blocks)
+    released = ReleasedBlocks(list(stored))
+    assert len(released) == 4
+    assert [b is a for b, a in zip(released, stored, strict=True)] == [True] * 4
+    assert released.blocks == [] and len(released) == 4
+    with pytest.raises(RuntimeError, match="given up"):
+        next(iter(released))
+
+
+def test_a_forward_only_cell_holds_its_blocks_when_they_fit_and_streams_them_when_not():
+    """A forward-only cell (grad_of none) holds every block, drawn once, where its pass fits
+    pass_mb so, and draws each block as the pass reaches it where it does not: the same rows
+    either way."""
+    from depthlab.planner import cost
 
     s = small(grad_of="none", depth=4, seeds=3, block_corr=True)
-    streamed = measure_cell(s, pass_plan(s))
-    monkeypatch.setattr(measure, "build", lambda s, seeds, streamed: build(s, seeds))
-    assert streamed.equals(measure_cell(s, pass_plan(s)))
+    held = pass_plan(s)
+    assert not held.streamed and not held.recomputes
+    # at d = 64 one seed's 4 blocks hold 1.6 MB of weights, over a 1 MB budget
+    assert cost.streamed(small(grad_of="none", depth=4, d_model=64, tokens=32, pass_mb=1))
+    rows = measure_cell(s, held)
+    assert rows.equals(measure_cell(s, dataclasses.replace(held, streamed=True)))
 
 
 @pytest.mark.parametrize("placement", ORDER)

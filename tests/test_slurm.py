@@ -78,7 +78,8 @@ def test_requests_grow_with_depth_seeds_and_attempt():
 def test_the_time_model_counts_what_a_pass_draws_and_dispatches(placement):
     """A block's random numbers are its six weight matrices and biases (the shapes the model
     builds; norms and gates are filled, not drawn), twice for a placement that re-draws with its
-    own init; a held pass draws them once, a streamed one twice, a recomputed one three times;
+    own init; a held pass draws them once (a forward-only pass within its budget too), a
+    streamed one twice, a recomputed one three times;
     block calls are per pass: forward, backward, recompute."""
     s = RunSettings(placement=placement, depth=5, seeds=3, d_model=16, tokens=8)
     shapes = _block_shapes(s)
@@ -87,9 +88,10 @@ def test_the_time_model_counts_what_a_pass_draws_and_dispatches(placement):
     own = 2 if placement == "deepnorm" else 1
     assert resources.drawn_numbers(s) == s.seeds * s.depth * drawn * own
     forward_only = dataclasses.replace(s, grad_of="none")
-    recomputed = dataclasses.replace(s, depth=64, d_model=128, tokens=128, pass_mb=1)
+    streamed = dataclasses.replace(forward_only, depth=64, d_model=128, tokens=128, pass_mb=1)
+    recomputed = dataclasses.replace(streamed, grad_of="params")
     assert cost.recomputes(recomputed) and cost.seeds_per_pass(recomputed) == 1
-    assert [resources.draws(x) for x in (s, forward_only, recomputed)] == [1, 2, 3]
+    assert [resources.draws(x) for x in (s, forward_only, streamed, recomputed)] == [1, 1, 2, 3]
     passes = math.ceil(s.seeds / cost.seeds_per_pass(s))
     assert resources.block_calls(s) == passes * s.depth * 2
     assert resources.block_calls(forward_only) == (
@@ -107,6 +109,26 @@ def test_copied_cells_cost_no_time_and_hold_no_memory():
     alone = Job("s", "a", "j", (cell("y", other),))
     assert resources.measure_seconds(job, {"x"}) == pytest.approx(resources.measure_seconds(alone))
     assert resources.measure_seconds(job) > resources.measure_seconds(job, {"x"})
+
+
+def test_longest_first_ranks_a_job_by_the_longest_chain_that_waits_on_it():
+    """A job that other jobs copy cells from ranks by its own seconds plus the longest chain
+    of its copiers' (they start after it), so it starts before a job that is longer alone."""
+    from depthlab.planner.reuse import Source
+
+    small, large = RunSettings(depth=6, seeds=6), RunSettings(depth=96, seeds=6)
+    owner = Job("s", "a", "owner", (cell("x", large),))
+    copier = Job("s", "b", "copier", (cell("x", large), cell("y", large)))
+    alone = Job("s", "c", "alone", (cell("z", large), cell("w", small)))
+    jobs = {(j.study, j.arm, j.job): j for j in (owner, copier, alone)}
+    copied = {("s", "b", "copier"): {"x": Source("s", "a", "owner", "x")}}
+    rank = resources.LongestFirst(jobs, copied)
+    own = {key: resources.measure_seconds(job, copied.get(key, {})) for key, job in jobs.items()}
+    assert own[("s", "c", "alone")] > own[("s", "a", "owner")]
+    assert rank(("s", "a", "owner")) == own[("s", "a", "owner")] + own[("s", "b", "copier")]
+    assert rank(("s", "b", "copier")) == own[("s", "b", "copier")]
+    assert rank(("s", "c", "alone")) == own[("s", "c", "alone")]
+    assert rank(("s", "a", "owner")) > rank(("s", "c", "alone"))
 
 
 @pytest.mark.parametrize("budget", [0, 300, 2500])
@@ -196,6 +218,20 @@ def test_a_streamed_pass_holds_what_the_model_says_not_every_block(grad_of):
     grown = int(out.stdout.split()[-1])
     assert grown / 2 <= cost.pass_bytes(s) <= 2 * grown, (grown, cost.pass_bytes(s))
     assert cost.pass_bytes(s) < cost.seeds_per_pass(s) * cost._graph_bytes(s) / 5
+
+
+def test_a_forward_only_pass_that_fits_holds_every_block_as_the_model_says():
+    """A forward-only pass within its budget holds every block, drawn once: the peak RSS it
+    adds is within the model's pass_bytes and at least half of it, and above what the same
+    pass streamed holds."""
+    settings = {"depth": 64, "seeds": 2, "grad_of": "none"}
+    s = RunSettings(**settings)
+    assert not cost.streamed(s) and resources.draws(s) == 1
+    out = subprocess.run([sys.executable, "-c", PEAK, repr(settings)], capture_output=True,
+                         text=True, check=True)
+    grown = int(out.stdout.split()[-1])
+    assert grown / 2 <= cost.pass_bytes(s) <= 2 * grown, (grown, cost.pass_bytes(s))
+    assert cost.pass_bytes(s) > cost.pass_bytes(RunSettings(**settings, pass_mb=100))
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")

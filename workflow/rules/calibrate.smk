@@ -37,6 +37,7 @@ rule measure_calibrated:
         paths.benchmark("measure")
     wildcard_constraints:
         arm="|".join(sorted({arm for _, arm in CALIBRATED})) or "(?!)",
+    priority: measure_priority
     conda:
         "../envs/depthlab.yaml"
     threads: config["threads"]

@@ -129,12 +129,28 @@ def measure_mem_mb(wildcards, attempt):
     return resources.mem_mb(resources.measure_mb(job, copied), attempt)
 
 
+def measure_seconds(wildcards):
+    """Predicted seconds of one measure job on a core (depthlab.planner.resources)."""
+    job = job_of(wildcards)
+    copied = REUSED.get((job.study, job.arm, job.job), {})
+    return resources.measure_seconds(job, copied)
+
+
 @signature_cached
 def measure_runtime(wildcards, attempt):
     """Runtime request of one measure job in minutes (depthlab.planner.resources)."""
-    job = job_of(wildcards)
-    copied = REUSED.get((job.study, job.arm, job.job), {})
-    return resources.runtime_min(resources.measure_seconds(job, copied), attempt)
+    return resources.runtime_min(measure_seconds(wildcards), attempt)
+
+
+# the scheduler starts the ready jobs of highest priority: the longest chains of measure jobs
+# first, so that short jobs fill the cores at the end of a run, not a long one alone on a core
+LONGEST_FIRST = resources.LongestFirst(JOBS, REUSED)
+
+
+@signature_cached
+def measure_priority(wildcards):
+    """A measure job's predicted seconds plus the longest chain of jobs that copy from it."""
+    return round(LONGEST_FIRST((wildcards.study, wildcards.arm, wildcards.job)))
 
 
 def train_mem_mb(wildcards, attempt):
@@ -142,12 +158,22 @@ def train_mem_mb(wildcards, attempt):
     return resources.mem_mb(resources.train_mb(job_of(wildcards)), attempt)
 
 
-def train_runtime(wildcards, attempt):
-    """Runtime request of one train job in minutes (depthlab.planner.resources; TRAINING is
+def train_seconds(wildcards):
+    """Predicted seconds of one train job on a core (depthlab.planner.resources; TRAINING is
     set in train.smk)."""
     job = job_of(wildcards)
-    seconds = resources.train_seconds(job, TRAINING[(job.study, job.arm)])
-    return resources.runtime_min(seconds, attempt)
+    return resources.train_seconds(job, TRAINING[(job.study, job.arm)])
+
+
+def train_runtime(wildcards, attempt):
+    """Runtime request of one train job in minutes."""
+    return resources.runtime_min(train_seconds(wildcards), attempt)
+
+
+@signature_cached
+def train_priority(wildcards):
+    """Longest first, on measure_priority's scale: the predicted seconds."""
+    return round(train_seconds(wildcards))
 
 
 def job_training(wildcards):

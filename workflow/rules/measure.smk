@@ -10,6 +10,7 @@ rule measure:
         paths.job_log("measure"),
     benchmark:
         paths.benchmark("measure")
+    priority: measure_priority
     conda:
         "../envs/depthlab.yaml"
     threads: config["threads"]

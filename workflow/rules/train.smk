@@ -57,6 +57,7 @@ rule train:
         paths.benchmark("train")
     wildcard_constraints:
         study=TRAINING_STUDIES,
+    priority: train_priority
     conda:
         "../envs/depthlab.yaml"
     threads: config["threads"]

@@ -10,7 +10,15 @@ from collections.abc import Callable
 import pandas as pd
 import torch
 
-from depthlab.core.model import Draw, StackParams, Trace, build, forward, per_seed_loss
+from depthlab.core.model import (
+    Draw,
+    ReleasedBlocks,
+    StackParams,
+    Trace,
+    build,
+    forward,
+    per_seed_loss,
+)
 from depthlab.core.own_block import measure_module
 from depthlab.core.probes import Probe, backward, pass_rows, run_probes
 from depthlab.core.recompute import recomputed_backward
@@ -72,8 +80,11 @@ def run_pass(
 
     branch_scales[l] = (alpha_attn, alpha_mlp) of block l+1 replaces the uniform residual_scale
     (see model.forward); the scales applied are recorded as metric branch_scale."""
-    # a forward-only pass, or one that recomputes blocks, draws each block when it needs it
+    # a pass over budget draws each block when it needs it (twice); a forward-only pass that
+    # fits draws them at once and gives each up as it moves past it
     params, draw = build(s, seeds, streamed=plan.streamed)
+    if s.grad_of == "none" and not plan.streamed:
+        params.blocks = ReleasedBlocks(params.blocks)
     trace, loss = forward_backward(params, draw, s, plan, branch_scales)
     probes = run_probes(params, trace, s)
     del trace  # the response probes run passes of their own: free this one's tensors first

@@ -65,6 +65,25 @@ class StreamedBlocks:
         return {k: v.to(s.device) for k, v in block.items()}
 
 
+class ReleasedBlocks:
+    """The blocks of one forward pass that keeps no graph, drawn at once (the numbers of
+    `build`) and each given up as the pass moves past it, so the trace the pass records fills
+    the memory the blocks leave: the pass peaks at the larger of the two, not their sum.
+    Iterable once."""
+
+    def __init__(self, blocks: list[dict[str, Tensor]]):
+        self.blocks, self.depth = blocks, len(blocks)
+
+    def __len__(self) -> int:
+        return self.depth
+
+    def __iter__(self):
+        if len(self.blocks) < self.depth:
+            raise RuntimeError("the blocks were given up by the pass that reached them")
+        while self.blocks:
+            yield self.blocks.pop(0)
+
+
 def _generator(state: Tensor) -> torch.Generator:
     g = torch.Generator()
     g.set_state(state)
@@ -74,10 +93,11 @@ def _generator(state: Tensor) -> torch.Generator:
 @dataclass
 class StackParams:
     """Leaf tensors of a seed-batched stack: blocks[l][name] has shape (S, ...) (or blocks drawn
-    as a forward-only pass reaches them: StreamedBlocks); final holds the leaves outside the
-    blocks (final LN, head, an input LN: embed_ln_w/b)."""
+    as a pass reaches them: StreamedBlocks; or given up as one forward pass moves past them:
+    ReleasedBlocks); final holds the leaves outside the blocks (final LN, head, an input LN:
+    embed_ln_w/b)."""
 
-    blocks: list[dict[str, Tensor]] | StreamedBlocks
+    blocks: list[dict[str, Tensor]] | StreamedBlocks | ReleasedBlocks
     final: dict[str, Tensor]
 
     def leaves(self) -> list[Tensor]:

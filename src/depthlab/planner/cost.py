@@ -99,26 +99,55 @@ def recomputes(s: RunSettings) -> bool:
 
 
 def streamed(s: RunSettings) -> bool:
-    """Whether a pass draws each block when it needs it (depthlab.core.model.StreamedBlocks): a
-    forward-only pass (grad_of none), or one that recomputes blocks in its backward pass."""
-    return s.grad_of == "none" or recomputes(s)
+    """Whether a pass draws each block when it needs it (depthlab.core.model.StreamedBlocks),
+    drawing every block twice (once to reach the input, which the generator draws after the
+    blocks, and once as the pass reaches it): one that recomputes blocks in its backward pass,
+    or a forward-only pass (grad_of none) whose seeds would exceed `pass_mb` with every block
+    held. A forward-only pass that fits holds its blocks, drawn once: the same numbers."""
+    if recomputes(s):
+        return True
+    if s.grad_of != "none" or not s.pass_mb:
+        return False
+    seeds = (min(s.seed_batch, s.seeds) if s.seed_batch
+             else _fewest(s, _forward_bytes(s, held=False)))
+    return seeds * _forward_bytes(s, held=True) > s.pass_mb * 1e6
+
+
+def _forward_bytes(s: RunSettings, held: bool) -> float:
+    """Peak bytes one seed adds to a forward-only pass. Streamed: per layer TRACE_PER_LAYER
+    (N, d) tensors (the trace's stream, mid and branches, and what the probes derive from
+    them), one block's activations, and one block's weights as it is drawn and stacked. Held:
+    every block's weights at the start, which the pass gives up as the trace fills
+    (depthlab.core.model.ReleasedBlocks): the larger of the two."""
+    trace = s.depth * TRACE_PER_LAYER * s.batch * s.tokens * s.d_model
+    streamed = ITEMSIZE[s.dtype] * (trace + 2 * _weights(s) + _activations(s))
+    if not held:
+        return streamed
+    return max(ITEMSIZE[s.dtype] * (s.depth * _weights(s) + _activations(s)), streamed)
 
 
 def seed_bytes(s: RunSettings) -> float:
     """Peak bytes one seed adds to a pass beyond the interpreter: every block's graph
-    (`_graph_bytes`); or, where the blocks are drawn as the pass reaches them (a forward-only
-    pass, grad_of none, or one that recomputes blocks in its backward pass), per layer only
-    TRACE_PER_LAYER (N, d) tensors (the trace's stream, mid and branches, and what the probes
-    derive from them) and one block at a time (its weights drawn and stacked; when recomputed,
-    its graph). The Jacobian probe (jacobian_dirs) adds the graph of a forward pass and of its
-    backward pass (twice the saved activations) on top of every block's graph."""
-    trace = s.depth * TRACE_PER_LAYER * s.batch * s.tokens * s.d_model
+    (`_graph_bytes`); a forward-only pass's (`_forward_bytes`: its blocks held, or streamed);
+    or, where the backward pass recomputes blocks, the trace and one block at a time (its
+    weights drawn and stacked, and its graph). The Jacobian probe (jacobian_dirs) adds the
+    graph of a forward pass and of its backward pass (twice the saved activations) on top of
+    every block's graph."""
     if s.grad_of == "none":
-        return ITEMSIZE[s.dtype] * (trace + 2 * _weights(s) + _activations(s))
+        return _forward_bytes(s, held=not streamed(s))
     if recomputes(s):
+        trace = s.depth * TRACE_PER_LAYER * s.batch * s.tokens * s.d_model
         return ITEMSIZE[s.dtype] * (trace + 3 * _weights(s) + _activations(s))
     jacobian = 2 * s.depth * _activations(s) if s.jacobian_dirs else 0
     return _graph_bytes(s) + ITEMSIZE[s.dtype] * jacobian
+
+
+def _fewest(s: RunSettings, one: float) -> int:
+    """Seeds per pass that split the seeds into the fewest passes of at most `pass_mb` MB,
+    `one` bytes a seed, as evenly as a fixed size allows (a seed over the budget: one per
+    pass)."""
+    largest = max(1, min(s.seeds, int(s.pass_mb * 1e6 // one)))
+    return math.ceil(s.seeds / math.ceil(s.seeds / largest))
 
 
 def seeds_per_pass(s: RunSettings) -> int:
@@ -129,8 +158,7 @@ def seeds_per_pass(s: RunSettings) -> int:
         return min(s.seed_batch, s.seeds)
     if not s.pass_mb:
         return s.seeds
-    largest = max(1, min(s.seeds, int(s.pass_mb * 1e6 // seed_bytes(s))))
-    return math.ceil(s.seeds / math.ceil(s.seeds / largest))
+    return _fewest(s, seed_bytes(s))
 
 
 def pass_plan(s: RunSettings) -> PassPlan:

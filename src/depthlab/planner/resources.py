@@ -12,7 +12,8 @@ the measure code's hash (a request changes no number).
   pass whatever the seeds it holds) x CALL_S; cells copied from another job's shard
   (depthlab.planner.reuse) cost nothing. Peak MB = BASE_MB + the largest pass's bytes
   (depthlab.planner.cost.pass_bytes) x PASS_SHARE (a pass over every block's graph, which
-  the bytes bound from above) or STREAM_SHARE (a streamed pass, cost.streamed).
+  the bytes bound from above) or STREAM_SHARE (a pass that keeps no such graph: streamed,
+  cost.streamed, or forward-only).
 - train: seconds = STARTUP_S + training FLOPs / TRAIN_FLOPS_PER_S + layer steps (steps x
   depth, every cell: the per-block operations each step dispatches whatever the batch) x
   TRAIN_S_PER_LAYER_STEP (the two terms are confounded on these jobs: read them as a model of
@@ -22,9 +23,10 @@ the measure code's hash (a request changes no number).
 from __future__ import annotations
 
 import math
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 
 from depthlab.planner import cost
+from depthlab.planner.reuse import Source
 from depthlab.vocabulary.jobs import Job
 from depthlab.vocabulary.placements import PLACEMENTS
 from depthlab.vocabulary.settings import RunSettings
@@ -41,7 +43,8 @@ TRAIN_FLOPS_PER_S = 44e9  # float32 training steps
 TRAIN_S_PER_LAYER_STEP = 0.0  # per block and step; 0 on these jobs, whose FLOPs explain them
 BASE_MB = 342  # the interpreter with torch and pandas loaded
 PASS_SHARE = 0.50  # peak RSS growth per byte of cost.pass_bytes (it bounds a pass from above)
-STREAM_SHARE = 0.93  # the same for a streamed pass (cost.streamed), whose bytes model is closer
+STREAM_SHARE = 0.93  # the same for a streamed or forward-only pass, whose bytes model is closer
+# (a forward-only pass holding its blocks: 1.10 at L = 96, 6 seeds, d = 128; 2026-12-05)
 TRAIN_SHARE = 1.30  # peak RSS growth per byte of train_bytes
 
 RUNTIME_MARGIN = 2.0  # covers a job 2x slower than predicted (the worst seen: 1.75x)
@@ -102,6 +105,26 @@ def measure_seconds(job: Job, copied: Collection[str] = ()) -> float:
             + terms["calls"] * CALL_S)
 
 
+class LongestFirst:
+    """The priority a scheduler that starts the highest first needs to run the longest chains
+    first (list scheduling by critical path): a measure job's predicted seconds plus the
+    longest chain of the jobs that copy cells from its shard (depthlab.planner.reuse: they
+    start only after it). `jobs` and `copied` by (study, arm, job id); seconds, memoised."""
+
+    def __init__(self, jobs: Mapping[tuple, Job], copied: Mapping[tuple, Mapping[str, Source]]):
+        self.jobs, self.copied, self.seconds = jobs, copied, {}
+        self.copiers: dict[tuple, set[tuple]] = {}
+        for key, sources in copied.items():
+            for source in sources.values():
+                self.copiers.setdefault((source.study, source.arm, source.job), set()).add(key)
+
+    def __call__(self, key: tuple) -> float:
+        if key not in self.seconds:
+            after = max(map(self, self.copiers.get(key, ())), default=0.0)
+            self.seconds[key] = measure_seconds(self.jobs[key], self.copied.get(key, {})) + after
+        return self.seconds[key]
+
+
 def measure_mb(job: Job, copied: Collection[str] = ()) -> float:
     """Predicted peak RSS of a measure job in MB: BASE_MB plus the largest pass's bytes
     (cost.pass_bytes) times STREAM_SHARE for a streamed pass (cost.streamed), PASS_SHARE for a
@@ -112,8 +135,9 @@ def measure_mb(job: Job, copied: Collection[str] = ()) -> float:
 
 
 def pass_share(s) -> float:
-    """The share of a pass's modelled bytes that shows in the peak RSS."""
-    return STREAM_SHARE if cost.streamed(s) else PASS_SHARE
+    """The share of a pass's modelled bytes that shows in the peak RSS: STREAM_SHARE for a
+    pass that keeps no graph of every block (streamed, or forward-only), else PASS_SHARE."""
+    return STREAM_SHARE if cost.streamed(s) or s.grad_of == "none" else PASS_SHARE
 
 
 def layer_steps(job: Job, ts) -> float:

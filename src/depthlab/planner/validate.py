@@ -22,7 +22,7 @@ from pathlib import Path
 import yaml
 from jsonschema import Draft202012Validator
 
-from depthlab.planner.cost import streamed
+from depthlab.planner.cost import recomputes
 from depthlab.planner.grid import Job, study_jobs
 from depthlab.vocabulary.settings import ConfigError, RunSettings
 
@@ -161,17 +161,17 @@ def reject_unseen_cuda(config: dict, jobs: list[Job]) -> None:
 
 def reject_unheld_probes(jobs: list[Job]) -> None:
     """Reject the probes that run the model again (jacobian_dirs, update_lr:
-    depthlab.core.response) in a cell whose pass does not hold every block
-    (depthlab.planner.cost.streamed): a forward-only pass (grad_of 'none') or one whose graph
-    would exceed pass_mb (its blocks recomputed one at a time)."""
+    depthlab.core.response) in a cell whose pass does not hold every block's graph: a
+    forward-only pass (grad_of 'none') or one whose graph would exceed pass_mb (its blocks
+    recomputed one at a time, depthlab.planner.cost.recomputes)."""
     for job in jobs:
         for cell in job.cells:
             s = cell.settings
             on = [key for key in ("jacobian_dirs", "update_lr") if getattr(s, key)]
-            if not on or not streamed(s):
+            if not on or not (s.grad_of == "none" or recomputes(s)):
                 continue
             if s.grad_of == "none":
-                why = "grad_of='none' draws each block as the pass reaches it"
+                why = "grad_of='none' keeps no graph"
                 fix = "take a gradient: grad_of params, weights or input"
             else:
                 why = f"its graph exceeds pass_mb={s.pass_mb}, so its blocks are recomputed"
