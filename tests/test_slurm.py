@@ -266,10 +266,12 @@ def test_requests_cover_the_measured_tiny_jobs(tiny_run):
 @pytest.mark.workflow
 def test_gpu_profile_sends_compute_jobs_to_a_gpu(tmp_path):
     """A dry run with profiles/slurm-gpu alone (self-contained: `--profile` stays free for a
-    site's own): every measure job asks for the gpu partition, one GPU, cpus = threads, and the
-    cost model's memory and runtime; the train jobs ask for a GPU; no localrule does."""
+    site's own): every measure job asks for the gpu partition, one GPU, 8 CPUs to draw its
+    seeds' weights on (the profile's threads), and the cost model's memory and runtime; the
+    train jobs ask for a GPU; no localrule does."""
     work = copy_workflow(tmp_path)
-    out = run_snakemake(work, "-n", "--workflow-profile", "profiles/slurm-gpu",
+    # a dry run caps each job's threads at --cores (1 unless given); a Slurm run does not
+    out = run_snakemake(work, "-n", "--workflow-profile", "profiles/slurm-gpu", "--cores", "16",
                         "--configfile", "config/tiny.yaml").stdout
     trains = re.findall(r"rule train:.*?resources: (.*?)\n", out, re.S)
     assert trains and all("gpu=1" in r and "slurm_partition=gpu" in r for r in trains)
@@ -281,7 +283,7 @@ def test_gpu_profile_sends_compute_jobs_to_a_gpu(tmp_path):
     assert blocks
     for wildcards, requested in blocks:
         job = jobs[wildcards]
-        for expected in ("slurm_partition=gpu", "gpu=1", f"cpus_per_task={config['threads']}",
+        for expected in ("slurm_partition=gpu", "gpu=1", "cpus_per_task=8",
                          f"mem_mb={resources.mem_mb(resources.measure_mb(job))},",
                          f"runtime={resources.runtime_min(resources.measure_seconds(job))},"):
             assert expected in requested + ",", (wildcards, expected)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import pandas as pd
 import torch
@@ -20,6 +20,7 @@ from depthlab.core.model import (
     per_seed_loss,
 )
 from depthlab.core.own_block import measure_module
+from depthlab.core.prefetch import ahead
 from depthlab.core.probes import Probe, backward, pass_rows, run_probes
 from depthlab.core.recompute import recomputed_backward
 from depthlab.core.records import check_finite, job_rows
@@ -71,20 +72,27 @@ def forward_backward(
     return trace, loss
 
 
-def run_pass(
-    s: RunSettings, plan: PassPlan, seeds: list[int], branch_scales: BranchScales | None = None
-) -> tuple[list[Probe], torch.Tensor]:
-    """Build, forward, backward (none with grad_of 'none') and probe one batch of seeds, then
-    the probes that run the model again where the settings ask for them (jacobian_dirs,
-    update_lr: depthlab.core.response); returns probes and losses (S,).
-
-    branch_scales[l] = (alpha_attn, alpha_mlp) of block l+1 replaces the uniform residual_scale
-    (see model.forward); the scales applied are recorded as metric branch_scale."""
-    # a pass over budget draws each block when it needs it (twice); a forward-only pass that
-    # fits draws them at once and gives each up as it moves past it
+def build_pass(s: RunSettings, plan: PassPlan, seeds: list[int]) -> tuple[StackParams, Draw]:
+    """The weights, input and target of one pass of `seeds` (depthlab.core.model.build): a pass
+    over budget draws each block when it needs it (twice); a forward-only pass that fits draws
+    them at once and gives each up as it moves past it (ReleasedBlocks)."""
     params, draw = build(s, seeds, streamed=plan.streamed)
     if s.grad_of == "none" and not plan.streamed:
         params.blocks = ReleasedBlocks(params.blocks)
+    return params, draw
+
+
+def run_pass(
+    s: RunSettings, plan: PassPlan, seeds: list[int], branch_scales: BranchScales | None = None,
+    built: tuple[StackParams, Draw] | None = None,
+) -> tuple[list[Probe], torch.Tensor]:
+    """Build (or take `built`, build_pass's), forward, backward (none with grad_of 'none') and
+    probe one batch of seeds, then the probes that run the model again where the settings ask
+    for them (jacobian_dirs, update_lr: depthlab.core.response); returns probes and losses (S,).
+
+    branch_scales[l] = (alpha_attn, alpha_mlp) of block l+1 replaces the uniform residual_scale
+    (see model.forward); the scales applied are recorded as metric branch_scale."""
+    params, draw = build_pass(s, plan, seeds) if built is None else built
     trace, loss = forward_backward(params, draw, s, plan, branch_scales)
     probes = run_probes(params, trace, s)
     del trace  # the response probes run passes of their own: free this one's tensors first
@@ -99,18 +107,27 @@ def run_pass(
     return probes, loss.detach()
 
 
+Built = Iterator[tuple[tuple[str, tuple[int, ...]], tuple[StackParams, Draw]]]
+
+
 def measure_cell(
-    s: RunSettings, plan: PassPlan, cell: str = "", branch_scales: BranchScales | None = None
+    s: RunSettings, plan: PassPlan, cell: str = "", branch_scales: BranchScales | None = None,
+    built: Built | None = None,
 ) -> pd.DataFrame:
     """Every probe of every seed of one cell, one row per (seed, layer, sublayer, metric),
-    with each setting as a column; the seeds in the plan's passes. Raises NonFiniteError naming
-    the cell and seed on NaN/inf."""
+    with each setting as a column; the seeds in the plan's passes, each built here or taken
+    from `built` ((cell, seeds), build_pass's result: measure_job's passes made ahead). Raises
+    NonFiniteError naming the cell and seed on NaN/inf."""
     check_device(s.device)
     if s.block:  # your own nn.Module as the block (depthlab.core.own_block)
         return measure_module(s.block, s, cell)
     parts = []
     for seeds in plan.chunks(s.seed_list()):
-        probes, loss = run_pass(s, plan, seeds, branch_scales)
+        made = None
+        if built is not None:
+            key, made = next(built)
+            assert key == (cell, tuple(seeds)), (key, cell, seeds)
+        probes, loss = run_pass(s, plan, seeds, branch_scales, made)
         frame = pass_rows(probes, seeds, loss)
         check_finite(frame, cell)
         parts.append(frame)
@@ -123,18 +140,28 @@ def measure_cell(
 
 def measure_job(job: Job, branch_scales: dict[str, BranchScales] | None = None,
                 done: Callable[[str], None] | None = None,
-                copies: dict[str, pd.DataFrame] | None = None) -> pd.DataFrame:
+                copies: dict[str, pd.DataFrame] | None = None,
+                prefetch: bool | None = None) -> pd.DataFrame:
     """All cells of one job, tagged with study, arm, job and cell label columns;
     branch_scales, if given, holds the per-layer branch scales of every cell by its label;
     copies, the rows of the cells another job's shard already holds (by label; not measured
     again, depthlab.core.records.copied_rows); done(label), if given, is called as each cell
-    finishes (a progress line)."""
+    finishes (a progress line). `prefetch` (default: on a GPU) draws each pass's weights on
+    the CPU while the device runs the pass before (depthlab.core.prefetch): the same numbers."""
+    measured = [c for c in job.cells if not (copies and c.label in copies) and not c.settings.block]
+    if prefetch is None:
+        prefetch = any(c.settings.device == "cuda" for c in measured)
+    plans = {f"{job.study}/{job.arm}/{c.label}": c for c in measured}
+    passes = [(name, tuple(seeds)) for name, c in plans.items()
+              for seeds in c.plan.chunks(c.settings.seed_list())]
+    built = ahead(passes, lambda key: build_pass(plans[key[0]].settings, plans[key[0]].plan,
+                                                 list(key[1])), prefetch)
 
     def cell_rows(cell: Cell) -> pd.DataFrame:
         if copies and cell.label in copies:
             return copies[cell.label]
         scales = None if branch_scales is None else branch_scales[cell.label]
         return measure_cell(cell.settings, cell.plan, f"{job.study}/{job.arm}/{cell.label}",
-                            scales)
+                            scales, built)
 
     return job_rows(job, cell_rows, done)

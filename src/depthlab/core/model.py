@@ -21,6 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from depthlab.core.prefetch import ahead
 from depthlab.vocabulary.placements import PLACEMENTS
 from depthlab.vocabulary.settings import RunSettings
 
@@ -35,19 +36,22 @@ class StreamedBlocks:
     """The blocks of a pass that does not hold them, each drawn when it is asked for: block l
     from every seed's generator states before it (`states[l][i]`: the default and the own-init
     generator of seed i), so the numbers are those of `build` without streaming, with one
-    block's weights in memory instead of L. Iterating gives the blocks in order; `block(l)`
-    draws block l (0-based) again (the backward pass that recomputes blocks,
+    block's weights in memory instead of L (two on a GPU, where iterating draws the next block
+    while the device runs this one). Iterating gives the blocks in order; `block(l)` draws
+    block l (0-based) again (the backward pass that recomputes blocks,
     depthlab.core.recompute)."""
 
     def __init__(self, s: RunSettings, kw: dict, states: list[list[tuple[Tensor, Tensor]]]):
         self.s, self.kw, self.states = s, kw, states
+        self.prefetch = s.device == "cuda"  # draw the next block while the device runs this one
         self.shapes, self.drawn = _block_shapes(s), _block_shapes(s, drawn=True)
 
     def __len__(self) -> int:
         return self.s.depth
 
     def __iter__(self):
-        return (self.block(layer) for layer in range(self.s.depth))
+        drawn = ahead(range(self.s.depth), self.block, self.prefetch)
+        return (block for _, block in drawn)
 
     def block(self, layer: int) -> dict[str, Tensor]:
         """Block `layer`'s parameters of every seed, (S, ...) each, on the settings' device."""
