@@ -129,22 +129,17 @@ def measure_mem_mb(wildcards, attempt):
     return resources.mem_mb(resources.measure_mb(job, copied), attempt)
 
 
-def measure_seconds(wildcards):
-    """Predicted seconds of one measure job on a core (depthlab.planner.resources)."""
-    job = job_of(wildcards)
-    copied = REUSED.get((job.study, job.arm, job.job), {})
-    return resources.measure_seconds(job, copied)
+# each measure job's predicted seconds, and its priority: the scheduler starts the ready jobs
+# of highest priority, so the longest chains of measure jobs go first and short jobs fill the
+# cores at the end of a run, not a long one alone on a core
+LONGEST_FIRST = resources.LongestFirst(JOBS, REUSED)
 
 
 @signature_cached
 def measure_runtime(wildcards, attempt):
     """Runtime request of one measure job in minutes (depthlab.planner.resources)."""
-    return resources.runtime_min(measure_seconds(wildcards), attempt)
-
-
-# the scheduler starts the ready jobs of highest priority: the longest chains of measure jobs
-# first, so that short jobs fill the cores at the end of a run, not a long one alone on a core
-LONGEST_FIRST = resources.LongestFirst(JOBS, REUSED)
+    key = (wildcards.study, wildcards.arm, wildcards.job)
+    return resources.runtime_min(LONGEST_FIRST.own(key), attempt)
 
 
 @signature_cached

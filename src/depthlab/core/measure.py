@@ -151,11 +151,15 @@ def measure_job(job: Job, branch_scales: dict[str, BranchScales] | None = None,
     measured = [c for c in job.cells if not (copies and c.label in copies) and not c.settings.block]
     if prefetch is None:
         prefetch = any(c.settings.device == "cuda" for c in measured)
-    plans = {f"{job.study}/{job.arm}/{c.label}": c for c in measured}
-    passes = [(name, tuple(seeds)) for name, c in plans.items()
+    named = {f"{job.study}/{job.arm}/{c.label}": c for c in measured}
+    passes = [(name, tuple(seeds)) for name, c in named.items()
               for seeds in c.plan.chunks(c.settings.seed_list())]
-    built = ahead(passes, lambda key: build_pass(plans[key[0]].settings, plans[key[0]].plan,
-                                                 list(key[1])), prefetch)
+
+    def make(key: tuple[str, tuple[int, ...]]) -> tuple[StackParams, Draw]:
+        cell = named[key[0]]
+        return build_pass(cell.settings, cell.plan, list(key[1]))
+
+    built = ahead(passes, make, prefetch)
 
     def cell_rows(cell: Cell) -> pd.DataFrame:
         if copies and cell.label in copies:

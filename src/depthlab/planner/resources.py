@@ -107,22 +107,28 @@ def measure_seconds(job: Job, copied: Collection[str] = ()) -> float:
 
 class LongestFirst:
     """The priority a scheduler that starts the highest first needs to run the longest chains
-    first (list scheduling by critical path): a measure job's predicted seconds plus the
-    longest chain of the jobs that copy cells from its shard (depthlab.planner.reuse: they
+    first (list scheduling by critical path): a measure job's predicted seconds (`own`) plus
+    the longest chain of the jobs that copy cells from its shard (depthlab.planner.reuse: they
     start only after it). `jobs` and `copied` by (study, arm, job id); seconds, memoised."""
 
     def __init__(self, jobs: Mapping[tuple, Job], copied: Mapping[tuple, Mapping[str, Source]]):
-        self.jobs, self.copied, self.seconds = jobs, copied, {}
+        self.jobs, self.copied, self.own_s, self.chain_s = jobs, copied, {}, {}
         self.copiers: dict[tuple, set[tuple]] = {}
         for key, sources in copied.items():
             for source in sources.values():
                 self.copiers.setdefault((source.study, source.arm, source.job), set()).add(key)
 
+    def own(self, key: tuple) -> float:
+        """The job's predicted seconds on a core (measure_seconds, its copied cells free)."""
+        if key not in self.own_s:
+            self.own_s[key] = measure_seconds(self.jobs[key], self.copied.get(key, {}))
+        return self.own_s[key]
+
     def __call__(self, key: tuple) -> float:
-        if key not in self.seconds:
+        if key not in self.chain_s:
             after = max(map(self, self.copiers.get(key, ())), default=0.0)
-            self.seconds[key] = measure_seconds(self.jobs[key], self.copied.get(key, {})) + after
-        return self.seconds[key]
+            self.chain_s[key] = self.own(key) + after
+        return self.chain_s[key]
 
 
 def measure_mb(job: Job, copied: Collection[str] = ()) -> float:
