@@ -351,6 +351,38 @@ def test_a_cell_on_the_gpu_equals_the_cpu_s(placement):
     assert ((cpu - gpu.loc[cpu.index]).abs() <= 1e-9 * scale).all()
 
 
+@pytest.mark.parametrize("shape", [(128, 512), (512, 128), (128, 128), (8, 4), (128,)])
+def test_a_drawn_parameter_lands_in_its_stacked_slice_as_a_plain_copy_would(shape):
+    """_put (a weight copied as a transposed pair, PyTorch's tiled path at d = 128) writes the
+    numbers and the layout that copying into the strided slice element by element writes."""
+    from depthlab.core.model import _put, _stacked
+    drawn = torch.randn(shape, dtype=torch.float64)
+    tiled, plain = (_stacked(3, shape, {"dtype": torch.float64}).zero_() for _ in range(2))
+    _put(tiled[1], drawn)
+    plain[1].copy_(drawn)
+    assert torch.equal(tiled, plain) and tiled.stride() == plain.stride()
+    assert torch.equal(tiled[1], drawn) and not torch.equal(tiled[0], drawn)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+@pytest.mark.parametrize("placement", ORDER)
+@pytest.mark.parametrize("streamed", [False, True])
+def test_the_gpu_gets_the_cpu_s_weights_and_input_bit_for_bit(placement, streamed):
+    """Drawn on the CPU into pinned memory and copied without waiting (model._moved), a seed's
+    weights, input and target on cuda are the CPU's, bit for bit, held or streamed (each block
+    drawn ahead of the device)."""
+    s = small(placement=placement, depth=4, d_model=64)
+    cpu, cpu_draw = build(s, [0, 1], streamed=streamed)
+    gpu, gpu_draw = build(dataclasses.replace(s, device="cuda"), [0, 1], streamed=streamed)
+    for want, got in zip(cpu.blocks, gpu.blocks, strict=True):
+        assert want.keys() == got.keys()
+        assert all(got[k].is_cuda and torch.equal(got[k].cpu(), want[k]) for k in want)
+    assert all(torch.equal(gpu.final[k].cpu(), v) for k, v in cpu.final.items())
+    assert torch.equal(gpu_draw.x.cpu(), cpu_draw.x)
+    assert torch.equal(gpu_draw.target.cpu(), cpu_draw.target)
+
+
 def test_a_probe_of_an_undeclared_metric_is_an_error():
     with pytest.raises(ValueError, match="metric 'grad_rato', which depthlab.vocabulary"):
         Probe("grad_rato", "block", [1], torch.zeros(1, 1))
