@@ -86,27 +86,37 @@ def jobs_used(run: Path, configs: list[str]) -> pd.DataFrame:
                 row["stream_mb" if cost.streamed(top) else "graph_mb"] = (
                     cost.pass_bytes(top) / 1e6)
             seconds, mb = resources.measure_seconds(job, copied), resources.measure_mb(job, copied)
-        logged = re.search(r"used cpu_s=([0-9.]+) peak_mb=([0-9.]+)",
-                           (run / paths.job_log(kind).format(study=job.study, arm=job.arm,
-                                                             job=job.job)).read_text())
-        rows.append({**row, "predicted_s": seconds, "wall_s": float(used["s"]),
-                     "used_s": float(logged[1]) if logged else float(used["s"]),
-                     "predicted_mb": mb,
+        log = (run / paths.job_log(kind).format(study=job.study, arm=job.arm,
+                                                job=job.job)).read_text()
+        logged = re.search(r"used cpu_s=([0-9.]+) peak_mb=([0-9.]+)", log)
+        on_device = re.search(r"device cuda peak_mb=([0-9.]+)", log)
+        device = "cuda" if on_device else "cpu"
+        if kind == "measure" and on_device:
+            seconds = resources.measure_seconds(job, copied, device)
+        # a GPU job's seconds are its wall time (the device and its CPU threads work at once)
+        cpu_s = float(logged[1]) if logged and not on_device else float(used["s"])
+        rows.append({**row, "device": device, "predicted_s": seconds, "wall_s": float(used["s"]),
+                     "used_s": cpu_s, "predicted_mb": mb,
                      "used_mb": float(logged[2]) if logged else float(used["max_rss"]),
                      "measured_from": "job log" if logged else "benchmark file",
                      "runtime_request_min": resources.runtime_min(seconds),
-                     "mem_request_mb": resources.mem_mb(mb)})
+                     "mem_request_mb": resources.mem_mb(mb),
+                     "predicted_device_mb": (resources.device_mb(job, copied) if on_device
+                                             else 0.0),
+                     "used_device_mb": float(on_device[1]) if on_device else 0.0})
     frame = pd.DataFrame(rows)
     frame["time_ratio"] = frame["predicted_s"] / frame["used_s"]
     frame["mem_ratio"] = frame["predicted_mb"] / frame["used_mb"]
+    frame["device_mem_ratio"] = frame["predicted_device_mb"] / frame["used_device_mb"]
     return frame
 
 
 def fit(frame: pd.DataFrame) -> dict[str, float]:
-    """Non-negative least squares on relative errors: measure seconds = a + flops / R +
-    elements x p + drawn numbers x r + block calls x c; train seconds = a + flops / R_train +
-    layer steps x q (a shared); MB = B + k x graph pass MB + k_s x streamed pass MB (measure)
-    or B + k_train x train MB (B shared). Returns the constants under resources.py's names."""
+    """Non-negative least squares on relative errors, over the jobs of one device: measure
+    seconds = a + flops / R + elements x p + drawn numbers x r + block calls x c; train seconds
+    = a + flops / R_train + layer steps x q (a shared); MB = B + k x graph pass MB + k_s x
+    streamed pass MB (measure) or B + k_train x train MB (B shared). Returns the constants under
+    resources.py's names, the measure job's under "speeds" (a resources.MeasureSpeeds)."""
     ones = np.ones(len(frame))
     time_terms = ["flops", "elements", "drawn", "calls", "train_flops", "layer_steps"]
     design = np.column_stack([ones, *(frame[c] for c in time_terms)])
@@ -116,9 +126,10 @@ def fit(frame: pd.DataFrame) -> dict[str, float]:
     mem = np.column_stack([ones, frame["graph_mb"], frame["stream_mb"], frame["train_mb"]])
     base, share, stream_share, train_share = nnls(mem / frame["used_mb"].to_numpy()[:, None],
                                                   ones)[0]
-    out = {"STARTUP_S": a, "MEASURE_FLOPS_PER_S": 1 / per_flop if per_flop else np.inf,
-           "PROBE_S_PER_ELEMENT": per_element, "DRAW_S_PER_NUMBER": per_number,
-           "CALL_S": per_call, "BASE_MB": base, "PASS_SHARE": share,
+    speeds = resources.MeasureSpeeds(
+        startup_s=a, flops_per_s=1 / per_flop if per_flop else np.inf,
+        probe_s_per_element=per_element, draw_s_per_number=per_number, call_s=per_call)
+    out = {"speeds": speeds, "STARTUP_S": a, "BASE_MB": base, "PASS_SHARE": share,
            "STREAM_SHARE": stream_share}
     if (frame["kind"] == "train").any():
         out["TRAIN_FLOPS_PER_S"] = 1 / per_train_flop if per_train_flop else np.inf
@@ -159,10 +170,15 @@ def main() -> None:
     frame = pd.concat([jobs_used(d, c) for d, c in runs], ignore_index=True)
     report(frame, "with resources.py's constants")
     if args.fit:
-        constants = fit(frame)
-        for name, value in constants.items():
-            print(f"{name} = {value:.4g}")
-            setattr(resources, name, value)
+        for device, jobs in frame.groupby("device"):
+            constants = fit(jobs)
+            resources.FITTED[device] = constants.pop("speeds")
+            print(f"FITTED[{device!r}] = {resources.FITTED[device]}")
+            if device != "cpu":  # a GPU job's host memory and training: the CPU's model
+                continue
+            for name, value in constants.items():
+                print(f"{name} = {value:.4g}")
+                setattr(resources, name, value)
         frame = pd.concat([jobs_used(d, c) for d, c in runs], ignore_index=True)
         report(frame, "with the fitted constants")
     args.out.mkdir(parents=True, exist_ok=True)
@@ -171,11 +187,13 @@ def main() -> None:
 
 
 def report(frame: pd.DataFrame, which: str) -> None:
-    """Print the range of predicted over used, and how many jobs fall outside [0.5, 2]."""
-    for ratio in ("time_ratio", "mem_ratio"):
-        outside = int(((frame[ratio] < 0.5) | (frame[ratio] > 2)).sum())
-        print(f"{which}: {ratio} {frame[ratio].min():.2f} to {frame[ratio].max():.2f} over "
-              f"{len(frame)} jobs; outside [0.5, 2]: {outside}")
+    """Print, per device, the range of predicted over used, and how many jobs fall outside
+    [0.5, 2]."""
+    for device, jobs in frame.groupby("device"):
+        for ratio in ("time_ratio", "mem_ratio") + (("device_mem_ratio",) * (device != "cpu")):
+            outside = int(((jobs[ratio] < 0.5) | (jobs[ratio] > 2)).sum())
+            print(f"{which}, {device}: {ratio} {jobs[ratio].min():.2f} to "
+                  f"{jobs[ratio].max():.2f} over {len(jobs)} jobs; outside [0.5, 2]: {outside}")
 
 
 if __name__ == "__main__":

@@ -54,14 +54,15 @@ def gpu_train_seconds(job: Job, ts) -> float:
 
 def drawing_seconds(job: Job, copied) -> float:
     """The model's seconds a measure job spends drawing its weights (on the CPU)."""
-    return resources.measure_terms(job, copied)["drawn"] * resources.DRAW_S_PER_NUMBER
+    return resources.measure_terms(job, copied)["drawn"] * resources.CPU.draw_s_per_number
 
 
 def gpu_seconds(job: Job, copied, dtype: str) -> float:
     """The model's seconds of a measure job on a GPU in `dtype` (module docstring)."""
     terms = resources.measure_terms(job, copied)
-    return (resources.STARTUP_S + terms["drawn"] * resources.DRAW_S_PER_NUMBER
-            + terms["flops"] / GPU_FLOPS_PER_S[dtype] + terms["calls"] * resources.CALL_S)
+    cpu = resources.CPU
+    return (cpu.startup_s + terms["drawn"] * cpu.draw_s_per_number
+            + terms["flops"] / GPU_FLOPS_PER_S[dtype] + terms["calls"] * cpu.call_s)
 
 
 def makespan(seconds: list[float], workers: int) -> float:

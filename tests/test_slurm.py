@@ -19,6 +19,7 @@ import sys
 import threading
 import time
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -104,11 +105,59 @@ def test_copied_cells_cost_no_time_and_hold_no_memory():
     the interpreter only; one copied cell of two removes that cell's share."""
     one, other = RunSettings(depth=48, seeds=6), RunSettings(depth=96, seeds=6)
     job = Job("s", "a", "j", (cell("x", one), cell("y", other)))
-    assert resources.measure_seconds(job, {"x", "y"}) == resources.STARTUP_S
+    assert resources.measure_seconds(job, {"x", "y"}) == resources.CPU.startup_s
     assert resources.measure_mb(job, {"x", "y"}) == resources.BASE_MB
     alone = Job("s", "a", "j", (cell("y", other),))
     assert resources.measure_seconds(job, {"x"}) == pytest.approx(resources.measure_seconds(alone))
     assert resources.measure_seconds(job) > resources.measure_seconds(job, {"x"})
+
+
+def test_a_gpu_job_asks_for_its_device_s_fitted_seconds_and_says_when_it_has_none(
+        monkeypatch):
+    """A cuda job is predicted by the speeds fitted for cuda; with none it takes the CPU's, and
+    `unfitted` names the device; a GPU job asks for its largest pass's bytes on the device."""
+    s = RunSettings(depth=24, seeds=6)
+    on_cpu = Job("s", "a", "j", (cell("x", s),))
+    on_gpu = Job("s", "a", "j", (cell("x", dataclasses.replace(s, device="cuda")),))
+    monkeypatch.setattr(resources, "FITTED", {"cpu": resources.CPU})
+    assert resources.measure_seconds(on_gpu) == resources.measure_seconds(on_cpu)
+    assert "cuda" in resources.unfitted([on_cpu, on_gpu])
+    assert resources.unfitted([on_cpu]) is None
+    # hand-set speeds: 2 s to start, 1e12 FLOP/s, 1e-9 s per number drawn, nothing else
+    gpu = resources.MeasureSpeeds(startup_s=2.0, flops_per_s=1e12, probe_s_per_element=0.0,
+                                  draw_s_per_number=1e-9, call_s=0.0)
+    monkeypatch.setitem(resources.FITTED, "cuda", gpu)
+    assert resources.unfitted([on_cpu, on_gpu]) is None
+    expected = 2.0 + cost.cell_flops(s) / 1e12 + resources.drawn_numbers(s) * 1e-9
+    assert resources.measure_seconds(on_gpu) == pytest.approx(expected, rel=1e-12)
+    assert resources.measure_seconds(on_cpu, device="cuda") == pytest.approx(expected)
+    assert resources.device_mb(on_cpu) == 0.0
+    assert resources.device_mb(on_gpu) == resources.DEVICE_BASE_MB + cost.pass_bytes(s) / 1e6
+
+
+def test_the_fit_recovers_a_device_s_speeds_from_jobs_that_follow_them():
+    """benchmarks/resources.fit on jobs whose seconds are made from hand-set constants (no
+    noise) gives those constants back: the least squares a GPU run's logs are fitted by."""
+    from benchmarks.resources import fit
+    rng = np.random.default_rng(0)
+    n = 12
+    frame = pd.DataFrame({"kind": "measure", "flops": rng.uniform(1e11, 1e13, n),
+                          "elements": rng.uniform(1e6, 1e8, n),
+                          "drawn": rng.uniform(1e8, 1e10, n), "calls": rng.uniform(1e2, 1e4, n),
+                          "train_flops": 0.0, "layer_steps": 0.0, "graph_mb": 0.0,
+                          "train_mb": 0.0, "stream_mb": rng.uniform(100, 3000, n)})
+    frame["used_s"] = (3.0 + frame["flops"] / 2e12 + frame["elements"] * 4e-9
+                       + frame["drawn"] * 5e-9 + frame["calls"] * 2e-4)
+    frame["used_mb"] = 500 + 0.8 * frame["stream_mb"]
+    got = fit(frame)
+    speeds = got["speeds"]
+    assert speeds.startup_s == pytest.approx(3.0, rel=1e-6)
+    assert speeds.flops_per_s == pytest.approx(2e12, rel=1e-6)
+    assert speeds.probe_s_per_element == pytest.approx(4e-9, rel=1e-6)
+    assert speeds.draw_s_per_number == pytest.approx(5e-9, rel=1e-6)
+    assert speeds.call_s == pytest.approx(2e-4, rel=1e-6)
+    assert got["BASE_MB"] == pytest.approx(500, rel=1e-6)
+    assert got["STREAM_SHARE"] == pytest.approx(0.8, rel=1e-6)
 
 
 def test_longest_first_ranks_a_job_by_the_longest_chain_that_waits_on_it():
@@ -277,14 +326,17 @@ def test_gpu_profile_sends_compute_jobs_to_a_gpu(tmp_path):
     assert trains and all("gpu=1" in r and "slurm_partition=gpu" in r for r in trains)
     local = re.findall(r"rule (?:fit|aggregate|claims):.*?resources: (.*?)\n", out, re.S)
     assert local and not any("gpu=" in r for r in local)
-    config = config_of(ROOT, "config/tiny.yaml")
+    config = {**config_of(ROOT, "config/tiny.yaml"), "device": "cuda"}
     jobs = {f"study={j.study}, arm={j.arm}, job={j.job}": j for j in study_jobs(config)}
     blocks = re.findall(r"rule measure:.*?wildcards: (.*?)\n.*?resources: (.*?)\n", out, re.S)
     assert blocks
     for wildcards, requested in blocks:
         job = jobs[wildcards]
+        gpu_mb = resources.mem_mb(resources.device_mb(job), margin=1.0)
+        assert gpu_mb > resources.DEVICE_BASE_MB
         for expected in ("slurm_partition=gpu", "gpu=1", "cpus_per_task=8",
                          f"mem_mb={resources.mem_mb(resources.measure_mb(job))},",
+                         f"gpu_mem_mb={gpu_mb},",
                          f"runtime={resources.runtime_min(resources.measure_seconds(job))},"):
             assert expected in requested + ",", (wildcards, expected)
 

@@ -129,6 +129,15 @@ def measure_mem_mb(wildcards, attempt):
     return resources.mem_mb(resources.measure_mb(job, copied), attempt)
 
 
+@signature_cached
+def measure_gpu_mem_mb(wildcards, attempt):
+    """Device memory of one measure job on a GPU in MB (depthlab.planner.resources.device_mb,
+    a bound: no margin), more on each retry; 0 on the CPU."""
+    job = job_of(wildcards)
+    copied = REUSED.get((job.study, job.arm, job.job), {})
+    return resources.mem_mb(resources.device_mb(job, copied), attempt, margin=1.0)
+
+
 # each measure job's predicted seconds, and its priority: the scheduler starts the ready jobs
 # of highest priority, so the longest chains of measure jobs go first and short jobs fill the
 # cores at the end of a run, not a long one alone on a core
@@ -151,6 +160,14 @@ def measure_priority(wildcards):
 def train_mem_mb(wildcards, attempt):
     """Memory request of one train job in MB (depthlab.planner.resources)."""
     return resources.mem_mb(resources.train_mb(job_of(wildcards)), attempt)
+
+
+def train_gpu_mem_mb(wildcards, attempt):
+    """Device memory of one train job on a GPU in MB (resources.train_device_mb); 0 on the
+    CPU."""
+    return resources.mem_mb(
+        resources.train_device_mb(job_of(wildcards)), attempt, margin=1.0
+    )
 
 
 def train_seconds(wildcards):

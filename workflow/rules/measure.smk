@@ -16,6 +16,7 @@ rule measure:
     threads: config["threads"]
     resources:
         mem_mb=measure_mem_mb,
+        gpu_mem_mb=measure_gpu_mem_mb,
         runtime=measure_runtime,
     params:
         cells=job_cells,

@@ -63,6 +63,7 @@ rule train:
     threads: config["threads"]
     resources:
         mem_mb=train_mem_mb,
+        gpu_mem_mb=train_gpu_mem_mb,
         runtime=train_runtime,
     params:
         cells=job_cells,

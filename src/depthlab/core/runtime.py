@@ -1,9 +1,12 @@
-"""Process set-up for compute jobs (measure, train): threads and the C allocator."""
+"""Process set-up for compute jobs (measure, train): threads, the C allocator, and the log line
+of what a job used on a GPU."""
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import ctypes.util
+import logging
 import sys
 
 import torch
@@ -36,7 +39,17 @@ def keep_freed_memory() -> bool:
     )
 
 
+def log_device_use() -> None:
+    """Where this process used a GPU, log `device cuda peak_mb=<the most memory PyTorch's
+    allocator reserved on it, MB>` (benchmarks/resources.py reads it: the job ran on cuda, and
+    what it held there against depthlab.planner.resources.device_mb)."""
+    if torch.cuda.is_initialized():
+        logging.info("device cuda peak_mb=%.1f", torch.cuda.max_memory_reserved() / 2**20)
+
+
 def start_compute_job(threads: int) -> None:
-    """Use `threads` intra-op threads (what the scheduler granted) and keep freed memory."""
+    """Use `threads` intra-op threads (what the scheduler granted), keep freed memory, and log
+    the job's GPU use when it exits (`log_device_use`)."""
     torch.set_num_threads(threads)
     keep_freed_memory()
+    atexit.register(log_device_use)

@@ -5,25 +5,28 @@ its seconds on a core of its own) by `python -m benchmarks.resources`, which als
 against every job it saw (docs/PERFORMANCE.md, "Requests against use"). No torch; not part of
 the measure code's hash (a request changes no number).
 
-- measure: seconds = STARTUP_S + FLOPs / MEASURE_FLOPS_PER_S + activation elements x
-  PROBE_S_PER_ELEMENT (the probes touch every stream, branch and normalised state of every
+- measure: seconds = startup_s + FLOPs / flops_per_s + activation elements x
+  probe_s_per_element (the probes touch every stream, branch and normalised state of every
   block and seed) + random numbers drawn for the weights (`drawn_numbers`: a streamed pass
-  draws each block two or three times) x DRAW_S_PER_NUMBER + block calls (`block_calls`, per
-  pass whatever the seeds it holds) x CALL_S; cells copied from another job's shard
-  (depthlab.planner.reuse) cost nothing. Peak MB = BASE_MB + the largest pass's bytes
-  (depthlab.planner.cost.pass_bytes) x PASS_SHARE (a pass over every block's graph, which
-  the bytes bound from above) or STREAM_SHARE (a pass that keeps no such graph: streamed,
-  cost.streamed, or forward-only).
+  draws each block two or three times) x draw_s_per_number + block calls (`block_calls`, per
+  pass whatever the seeds it holds) x call_s, by the device's MeasureSpeeds; cells copied
+  from another job's shard (depthlab.planner.reuse) cost nothing. Peak MB = BASE_MB + the
+  largest pass's bytes (depthlab.planner.cost.pass_bytes) x PASS_SHARE (a pass over every
+  block's graph, which the bytes bound from above) or STREAM_SHARE (a pass that keeps no such
+  graph: streamed, cost.streamed, or forward-only).
 - train: seconds = STARTUP_S + training FLOPs / TRAIN_FLOPS_PER_S + layer steps (steps x
   depth, every cell: the per-block operations each step dispatches whatever the batch) x
   TRAIN_S_PER_LAYER_STEP (the two terms are confounded on these jobs: read them as a model of
   the time, not as a throughput); peak MB = BASE_MB + TRAIN_SHARE x `train_bytes`.
+- on a GPU, also its device memory (`device_mb`, Snakemake resource `gpu_mem_mb`), so that jobs
+  share a GPU as far as its memory allows (`--resources gpu_mem_mb=...`).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
 
 from depthlab.planner import cost
 from depthlab.planner.reuse import Source
@@ -31,14 +34,24 @@ from depthlab.vocabulary.jobs import Job
 from depthlab.vocabulary.placements import PLACEMENTS
 from depthlab.vocabulary.settings import RunSettings
 
+
+@dataclass(frozen=True)
+class MeasureSpeeds:
+    """The constants of a measure job's seconds (`measure_seconds`) on one kind of device."""
+
+    startup_s: float  # process start, imports, reading the config and writing the shard
+    flops_per_s: float  # forward and backward GEMMs
+    probe_s_per_element: float  # per element of one block's activations (seed x token x d)
+    draw_s_per_number: float  # per random number drawn for the blocks' weights
+    call_s: float  # per seed-batched block operation dispatched (forward, backward, recompute)
+
+
 # fitted by benchmarks/resources.py on the 85 measure and train jobs of the default, fixes and scale
 # runs of 2026-12-03 (one thread per job): every prediction within 0.57-1.43x of the job's CPU
 # seconds and 0.72-1.22x of its peak memory (docs/PERFORMANCE.md, "Requests against use")
 STARTUP_S = 1.85  # process start, imports, reading the config and writing the shard
-MEASURE_FLOPS_PER_S = 26.8e9  # forward and backward GEMMs, float64
-PROBE_S_PER_ELEMENT = 1.85e-7  # per element of one block's activations (seed x token x d)
-DRAW_S_PER_NUMBER = 1.27e-8  # per random number drawn for the blocks' weights
-CALL_S = 1.08e-3  # per seed-batched block operation dispatched (forward, backward, recompute)
+CPU = MeasureSpeeds(startup_s=STARTUP_S, flops_per_s=26.8e9,  # float64
+                    probe_s_per_element=1.85e-7, draw_s_per_number=1.27e-8, call_s=1.08e-3)
 TRAIN_FLOPS_PER_S = 44e9  # float32 training steps
 TRAIN_S_PER_LAYER_STEP = 0.0  # per block and step; 0 on these jobs, whose FLOPs explain them
 BASE_MB = 342  # the interpreter with torch and pandas loaded
@@ -46,6 +59,16 @@ PASS_SHARE = 0.50  # peak RSS growth per byte of cost.pass_bytes (it bounds a pa
 STREAM_SHARE = 0.93  # the same for a streamed or forward-only pass, whose bytes model is closer
 # (a forward-only pass holding its blocks: 1.10 at L = 96, 6 seeds, d = 128; 2026-12-05)
 TRAIN_SHARE = 1.30  # peak RSS growth per byte of train_bytes
+
+# the devices whose measure jobs have been logged and fitted (`python -m benchmarks.resources
+# RUN:configs --fit`; a GPU job's seconds are its wall seconds: the device and the CPU threads
+# that draw its weights work at once). A device not here asks for the CPU's seconds on one
+# core (`unfitted` says so when a run starts), which were above a GPU job's in every part
+# measured so far (docs/PERFORMANCE.md, "On a GPU"). No GPU run has been logged yet.
+FITTED: dict[str, MeasureSpeeds] = {"cpu": CPU}
+# device memory of a GPU job beside its tensors: the CUDA context and library workspaces
+# (an allowance of 1 GB, not a fit: no GPU job's use has been logged yet)
+DEVICE_BASE_MB = 1000
 
 RUNTIME_MARGIN = 2.0  # covers a job 2x slower than predicted (the worst seen: 1.75x)
 MEM_MARGIN = 2.0  # covers a job at 2x its predicted peak (the worst seen: 1.39x)
@@ -95,14 +118,32 @@ def measure_terms(job: Job, copied: Collection[str] = ()) -> dict[str, float]:
             "calls": sum(block_calls(s) for s in cells)}
 
 
-def measure_seconds(job: Job, copied: Collection[str] = ()) -> float:
-    """Predicted seconds of a measure job on a core of its own (one thread), whose cells
-    labelled in `copied` are copied from another job's shard (they cost nothing but reading
-    it)."""
-    terms = measure_terms(job, copied)
-    return (STARTUP_S + terms["flops"] / MEASURE_FLOPS_PER_S
-            + terms["elements"] * PROBE_S_PER_ELEMENT + terms["drawn"] * DRAW_S_PER_NUMBER
-            + terms["calls"] * CALL_S)
+def device_of(job: Job) -> str:
+    """The device a job computes on: cuda if any of its cells does, else cpu."""
+    return "cuda" if any(c.settings.device == "cuda" for c in job.cells) else "cpu"
+
+
+def measure_seconds(job: Job, copied: Collection[str] = (), device: str | None = None
+                    ) -> float:
+    """Predicted seconds of a measure job, whose cells labelled in `copied` are copied from
+    another job's shard (they cost nothing but reading it): on a core of its own (one thread),
+    or on its device (`device_of`, or `device` where given) by that device's fitted constants
+    (FITTED; the CPU's where it has none)."""
+    terms, k = measure_terms(job, copied), FITTED.get(device or device_of(job), CPU)
+    return (k.startup_s + terms["flops"] / k.flops_per_s + terms["elements"]
+            * k.probe_s_per_element + terms["drawn"] * k.draw_s_per_number
+            + terms["calls"] * k.call_s)
+
+
+def unfitted(jobs: Iterable[Job]) -> str | None:
+    """A line saying which devices of `jobs` have no fitted constants (FITTED), so that their
+    runtime requests are the CPU model's; None where every device has them."""
+    missing = sorted({device_of(j) for j in jobs} - FITTED.keys())
+    if not missing:
+        return None
+    return (f"depthlab: the request model has no speeds fitted for {', '.join(missing)} jobs "
+            "yet, so they ask for the CPU model's runtime on one core (docs/PERFORMANCE.md, "
+            "\"Requests against use\": how to fit them from a run's logs)")
 
 
 class LongestFirst:
@@ -138,6 +179,22 @@ def measure_mb(job: Job, copied: Collection[str] = ()) -> float:
     nothing."""
     return BASE_MB + max((pass_share(s) * cost.pass_bytes(s) for s in measured(job, copied)),
                          default=0.0) / 1e6
+
+
+def device_mb(job: Job, copied: Collection[str] = ()) -> float:
+    """Predicted peak device memory of a measure job on a GPU in MB: DEVICE_BASE_MB plus the
+    largest pass's bytes (cost.pass_bytes: every tensor of a pass lives on the device, and the
+    bytes bound what a pass holds from above); 0 for a job on the CPU."""
+    if device_of(job) == "cpu":
+        return 0.0
+    return DEVICE_BASE_MB + max((cost.pass_bytes(s) for s in measured(job, copied)),
+                                default=0.0) / 1e6
+
+
+def train_device_mb(job: Job) -> float:
+    """Predicted peak device memory of a train job on a GPU in MB (`train_bytes`, its
+    weights, gradients, AdamW's moments and one pass of its largest cell); 0 on the CPU."""
+    return 0.0 if device_of(job) == "cpu" else DEVICE_BASE_MB + train_bytes(job) / 1e6
 
 
 def pass_share(s) -> float:
@@ -179,7 +236,8 @@ def runtime_min(seconds: float, attempt: int = 1) -> int:
     return math.ceil(RUNTIME_MARGIN * seconds / 60) * attempt
 
 
-def mem_mb(mb: float, attempt: int = 1) -> int:
+def mem_mb(mb: float, attempt: int = 1, margin: float = MEM_MARGIN) -> int:
     """The memory request in MB for a job predicted to peak at `mb`: the margin, rounded up to
-    100 MB, times the attempt number (a retry after running out gets more)."""
-    return int(math.ceil(MEM_MARGIN * mb / 100) * 100) * attempt
+    100 MB, times the attempt number (a retry after running out gets more). A device memory
+    request (`device_mb`, already a bound from above) takes margin 1."""
+    return int(math.ceil(margin * mb / 100) * 100) * attempt
