@@ -3,11 +3,12 @@
 The forward pass runs without a graph over blocks drawn as it reaches them
 (depthlab.core.model.StreamedBlocks) and keeps the trace the probes read (the stream after every
 block). The backward pass then walks the blocks from the last to the first: it draws block l
-again, recomputes it from its stored input with a graph, and back-propagates the gradient of
-its output, reading the block's gradient norm and handing the gradient of its input to block
-l - 1 (activation checkpointing at every block, Chen et al. 2016, arXiv 1604.06174). Memory: the
-trace and one block's graph, whatever the depth; compute: one more forward pass. The numbers
-are those of the full graph (tests/test_model.py: 1e-12 relative).
+again (on a GPU, ahead of the device), recomputes it from its stored input with a graph, and
+back-propagates the gradient of its output, reading the block's gradient norm and handing the
+gradient of its input to block l - 1 (activation checkpointing at every block, Chen et al.
+2016, arXiv 1604.06174). Memory: the trace and one block's graph (two on a GPU), whatever the
+depth; compute: one more forward pass. The numbers are those of the full graph
+(tests/test_model.py: 1e-12 relative).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from depthlab.core.model import (
     head_input,
     per_seed_loss,
 )
+from depthlab.core.prefetch import ahead
 from depthlab.core.probes import counted, sq_norm
 from depthlab.vocabulary.placements import PLACEMENTS
 from depthlab.vocabulary.settings import RunSettings
@@ -51,8 +53,10 @@ def recomputed_backward(params: StackParams, draw: Draw, trace: Trace, s: RunSet
     grads = [t.grad for t in outputs]
     sq = torch.zeros(loss.shape[0], s.depth, dtype=loss.dtype, device=loss.device)
     uniform = (s.residual_scale, s.residual_scale)
-    for layer in reversed(range(s.depth)):
-        p = {k: _grad_leaf(v) for k, v in params.blocks.block(layer).items()}
+    # on a GPU, block l - 1 is drawn while the device runs block l's backward (StreamedBlocks)
+    drawn = ahead(reversed(range(s.depth)), params.blocks.block, params.blocks.prefetch)
+    for layer, block in drawn:
+        p = {k: _grad_leaf(v) for k, v in block.items()}
         inputs = [_grad_leaf(trace.stream[layer])]
         inputs += [_grad_leaf(trace.carry[layer])] if carries else []
         scale = branch_scales[layer] if branch_scales is not None else uniform
