@@ -1,4 +1,4 @@
-"""The device check of a GPU machine: five parts timed on the device and on the CPU threads.
+"""The device check of a GPU machine: six parts timed on the device and on the CPU threads.
 
 The same work on the device (cuda where torch sees one, else the CPU) and on the CPU threads of
 the same machine, in one run, as wall seconds and their ratio (CPU seconds / device seconds:
@@ -24,7 +24,12 @@ One row per part:
    (benchmarks/train_loop.py) on each and depthlab's step over it;
 5. the stack96 grad arm's L = 96 Pre-LN cell (36 seeds), the in-job compute of one measure job
    (gpu_check.compare), with the GPU's busy fraction while the device measures it: the mean of
-   torch.cuda.utilization() (or nvidia-smi's utilization.gpu) sampled every 0.2 s.
+   torch.cuda.utilization() (or nvidia-smi's utilization.gpu) sampled every 0.2 s;
+6. one pass of that cell (the seeds depthlab puts in one), its block loop forward and
+   backward, eager on the device against on the CPU, and the same loop with each block
+   compiled by torch.compile on the device, in the notes: its seconds over the eager loop's,
+   its first call's (the compile), and how far its block gradient norms are from the eager
+   ones (benchmarks/compiled.py).
 
 The table (stdout) and the CSV (--out): part, device, device_s, cpu_s, ratio, largest_rel_diff
 (empty where it does not apply: the float32 training step), notes; the CSV adds part_s, the
@@ -32,9 +37,9 @@ part's own wall seconds (both sides and their set-up), also on stderr as each pa
 
 --quick shrinks every part to a toy size (the test suite runs it on a 2-core machine): the tiny
 study's theory096 omega arm only, the figure from config/tiny.yaml, the scale cells at L = 4,
-the training step at L = 2, the tiny grad arm's L = 8 cell. A part that fails is a row with its
-error in the notes; the exit status is 1 if any part failed or a float64 difference exceeds
-gpu_check.TOLERANCE.
+the training step at L = 2, the tiny grad arm's L = 8 cell (parts 5 and 6). A part that fails
+is a row with its error in the notes; the exit status is 1 if any part failed or a float64
+difference exceeds gpu_check.TOLERANCE.
 """
 
 from __future__ import annotations
@@ -58,8 +63,9 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from benchmarks import endtoend, gpu_check
+from benchmarks import compiled, endtoend, gpu_check
 from benchmarks.workflow import ROOT, snakemake, workdir
+from depthlab.planner import cost
 from depthlab.planner.grid import study_jobs
 from depthlab.planner.overlay import config_of
 from depthlab.vocabulary.settings import RunSettings
@@ -245,13 +251,32 @@ def busy(device: str, size: Size) -> dict:
             "notes": f"L = {s.depth}, {s.seeds} seeds, {job.study}/{job.arm}/{job.job}; {note}"}
 
 
+def compile_loop(device: str, size: Size) -> dict:
+    """Part 6: one pass of part 5's cell (the seeds depthlab puts in one pass,
+    cost.seeds_per_pass), its block loop forward and backward, eager and compiled on the device
+    (benchmarks/compiled.py); the row's seconds are the eager loop's on the device and on the
+    CPU, the notes say what compiling gave on the device."""
+    job = next(j for j in arm_jobs(size.configs, "stack96", "grad") if j.job == "placement-pre")
+    cell: RunSettings = max((c.settings for c in job.cells), key=lambda s: s.depth)
+    s = dataclasses.replace(cell, seeds=cost.seeds_per_pass(cell))
+    on = compiled.compare(dataclasses.replace(s, device=device))
+    cpu_s, cpu_sq = compiled.loop(dataclasses.replace(s, device="cpu"), compiled.block_step(s))
+    worst = float(((cpu_sq - on["eager_sq"]).abs() / cpu_sq.abs().max()).max())
+    return {"device_s": on["eager_s"], "cpu_s": cpu_s, "largest_rel_diff": worst,
+            "notes": f"L = {s.depth}, {s.seeds} seeds; torch.compile ({on['backend']}) "
+                     f"{on['compiled_s']:.3g} s, {on['eager_s'] / on['compiled_s']:.2f}x the "
+                     f"eager loop, first call {on['first_call_s']:.1f} s, compiled against eager "
+                     f"{on['largest_rel_diff']:.2g}"}
+
+
 def run_parts(base: Path, device: str, size: Size) -> pd.DataFrame:
     """Every part, one row each (a failed part: its error in the notes); progress on stderr."""
     parts = {"1 tiny study": lambda: tiny_study(base, device, size),
              "2 fig_grad_ratio_by_depth": lambda: figure(base, device, size),
              "3 scale L=1024 cells": lambda: scale(device, size),
              "4 training step": lambda: train(device, size),
-             "5 measure job L=96": lambda: busy(device, size)}
+             "5 measure job L=96": lambda: busy(device, size),
+             "6 compiled block loop": lambda: compile_loop(device, size)}
     rows = []
     for name, part in parts.items():
         start = time.perf_counter()

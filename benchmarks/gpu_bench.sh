@@ -17,7 +17,7 @@
 # (pip --no-index --find-links), then depthlab (--no-deps -e .; the folder needs setuptools 64
 # or later, and wheel below setuptools 70.1, unless the venv has them).
 #
-# How long, by estimate (no GPU run yet): on one H200 with 16 CPU cores about 5 min, 8 at most;
+# How long, by estimate (no GPU run yet): on one H200 with 16 CPU cores about 6 min, 8 at most;
 # the CPU side from docs/PERFORMANCE.md's 2-core timings at ~250 GFLOP/s float64 on 16 cores,
 # the GPU side mostly the weights, which are drawn on the CPU (part_s in the CSV: the real ones):
 #   1. tiny study from nothing, cpu then cuda (18 compute jobs; --cores 16)     ~1.5-2 min
@@ -26,6 +26,8 @@
 #   3. the scale study's 6 L = 1024 cells at 2 seeds (2.2 TFLOP), CPU then GPU ~1 min
 #   4. the training step (L = 24), depthlab and the plain loop, CPU and GPU    ~0.5 min
 #   5. the L = 96 cell (36 seeds, 0.6 TFLOP), CPU then GPU, busy fraction      ~0.3 min
+#   6. one pass of it (3 seeds), its block loop eager on CPU and GPU, compiled
+#      on the GPU (torch.compile of one block, forward and backward)           ~1-2 min
 #   imports and the dependency check                                           ~0.2 min
 # --quick: every part at a toy size (the test suite's run: about a minute on 2 idle cores).
 set -euo pipefail

@@ -78,21 +78,46 @@ def test_gpu_check_judges_a_difference_against_its_metric_s_size():
 @pytest.mark.workflow
 def test_the_device_check_runs_on_the_cpu(tmp_path):
     """`bash benchmarks/gpu_bench.sh --quick` (every part at a toy size) with the CPU as the
-    device: it exits 0 and prints the five parts, each with a finite ratio, and the float64
+    device: it exits 0 and prints the six parts, each with a finite ratio, and the float64
     runs of the CPU against the CPU are bit-identical (the pipeline is deterministic)."""
     env = {**snakemake_env(), "PYTHON": sys.executable, "OUT": str(tmp_path)}
     done = subprocess.run(["bash", "benchmarks/gpu_bench.sh", "--quick", "--device", "cpu"],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     table = pd.read_csv(tmp_path / "gpu_bench.csv")
-    assert [p.split()[0] for p in table["part"]] == ["1", "2", "3", "4", "5"]
+    assert [p.split()[0] for p in table["part"]] == ["1", "2", "3", "4", "5", "6"]
     for part in table["part"]:
         assert part in done.stdout
     assert (table["device"] == "cpu").all()
     assert all(math.isfinite(r) and r > 0 for r in table["ratio"]), table
     differences = table["largest_rel_diff"].dropna()
-    assert len(differences) == 4 and (differences == 0).all(), table  # not the training step
+    assert len(differences) == 5 and (differences == 0).all(), table  # not the training step
     assert "GPU busy n/a (no GPU)" in table["notes"].iloc[4]
+    assert "torch.compile (eager)" in table["notes"].iloc[5]
+
+
+@pytest.mark.parametrize("placement", ["pre", "post", "deepnorm"])
+def test_the_compiled_block_loop_computes_depthlab_s_forward_and_its_gradients(placement):
+    """benchmarks/compiled.py: the block loop of one block function gives depthlab's forward
+    pass (model.forward's last stream, bit for bit), and compiled by dynamo (eager backend, on
+    the CPU) the same block gradient norms, bit for bit, as eager autograd."""
+    import torch
+
+    from benchmarks import compiled
+    from depthlab.core.model import build, forward
+    from depthlab.vocabulary.settings import RunSettings
+    s = RunSettings(placement=placement, depth=4, seeds=2, d_model=16, tokens=8)
+    params, draw = build(s, [0, 1])
+    step = compiled.block_step(s)
+    h = draw.x.reshape(2, -1, s.d_model)
+    for p in params.blocks:
+        h = step(h, p)[0]
+    with torch.no_grad():
+        _, trace = forward(params, draw.x, s)
+    assert torch.equal(h.detach(), trace.stream[-1])
+    result = compiled.compare(s, rounds=1)
+    assert result["eager_sq"].shape == (2, 4) and bool((result["eager_sq"] > 0).all())
+    assert result["backend"] == "eager" and result["largest_rel_diff"] == 0.0
 
 
 def test_the_busy_sampler_averages_its_samples():

@@ -1,0 +1,88 @@
+"""The block loop compiled: one measure pass's forward and backward through the stack, each block
+run eagerly (as depthlab runs it) or by `torch.compile` of one block's function, which every
+block of the stack reuses (its shapes are the same), on one device.
+
+A placement's block function (depthlab.vocabulary.placements) on BlockOps, with the branch
+outputs and the stream between the sublayers that the trace records returned as outputs; then
+the per-seed loss (squared head input), and its gradients with respect to every block
+parameter. What is compared: the seconds of the loop (median of `rounds` after a first,
+compiling call) and each block's squared gradient norm per seed, compiled against eager,
+relative to the largest of them (benchmarks/gpu_check.largest_difference's rule).
+
+On cuda `torch.compile`'s default backend (inductor: fused kernels, fewer launches); on the CPU
+dynamo's `eager` backend, which checks the harness and needs no C compiler, so its time says
+nothing about compiling. benchmarks/gpu_bench.py runs it as part 6.
+"""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+import time
+from collections.abc import Callable
+
+import torch
+from torch import Tensor
+
+from depthlab.core.model import BlockOps, Trace, build
+from depthlab.vocabulary.placements import PLACEMENTS
+from depthlab.vocabulary.settings import RunSettings
+
+
+def block_step(s: RunSettings) -> Callable:
+    """One block of the placement of `s`: (stream in, the block's parameters) -> (stream out,
+    the attention branch, the FFN branch, the stream between the sublayers), with the
+    settings' uniform residual scale."""
+    placement = PLACEMENTS[s.placement]
+    if placement.carry:
+        raise ValueError(f"{s.placement}: a placement with a second stream is not compiled here")
+    scale = (s.residual_scale, s.residual_scale)
+
+    def step(h: Tensor, p: dict[str, Tensor]) -> tuple[Tensor, ...]:
+        trace = Trace()
+        out = placement.block(h, BlockOps(p, s, scale, trace, 1))
+        return out, *trace.attn, *trace.mlp, *trace.mid
+
+    return step
+
+
+def loop(s: RunSettings, step: Callable) -> tuple[float, Tensor]:
+    """Seconds of one forward and backward pass through the stack of `s` (on its device; the
+    weights drawn before the clock starts) and each block's squared gradient norm (S, L)."""
+    params, draw = build(s, list(range(s.seeds)))
+    blocks = list(params.blocks)
+    sync = torch.cuda.synchronize if s.device == "cuda" else (lambda: None)
+    sync()
+    start = time.perf_counter()
+    # the input takes a gradient too, so that every block sees the same kind of input and the
+    # compiled block is compiled once
+    h = draw.x.reshape(s.seeds, -1, s.d_model).requires_grad_(True)
+    for p in blocks:
+        h = step(h, p)[0]
+    loss = h.square().mean(dim=(1, 2)).sum()
+    grads = torch.autograd.grad(loss, [t for p in blocks for t in p.values()])
+    norms = [g.square().flatten(1).sum(1) for g in grads]  # (S,) per parameter, in order
+    ends = list(itertools.accumulate(len(p) for p in blocks))
+    sq = torch.stack([sum(norms[end - len(p):end]) for p, end in zip(blocks, ends, strict=True)],
+                     1)
+    sync()
+    return time.perf_counter() - start, sq.detach().cpu()
+
+
+def compare(s: RunSettings, rounds: int = 3) -> dict:
+    """Eager against compiled on the device of `s`: the median seconds of each over `rounds`,
+    the first compiled call's (the compile), the backend, the largest relative difference of
+    the block gradient norms, and the eager loop's norms (eager_sq, on the CPU)."""
+    backend = "inductor" if s.device == "cuda" else "eager"
+    eager, compiled = block_step(s), torch.compile(block_step(s), backend=backend,
+                                                   fullgraph=True)
+    first_s, _ = loop(s, compiled)
+    runs = {name: [loop(s, step) for _ in range(rounds)]
+            for name, step in (("eager", eager), ("compiled", compiled))}
+    seconds = {name: statistics.median(r[0] for r in rs) for name, rs in runs.items()}
+    a, b = runs["eager"][0][1], runs["compiled"][0][1]
+    worst = float(((a - b).abs() / a.abs().max()).max())
+    return {"eager_s": seconds["eager"], "compiled_s": seconds["compiled"],
+            "first_call_s": first_s, "backend": backend, "largest_rel_diff": worst,
+            "eager_sq": a}
+
