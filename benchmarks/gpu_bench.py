@@ -262,11 +262,15 @@ def compile_loop(device: str, size: Size) -> dict:
     on = compiled.compare(dataclasses.replace(s, device=device))
     cpu_s, cpu_sq = compiled.loop(dataclasses.replace(s, device="cpu"), compiled.block_step(s))
     worst = float(((cpu_sq - on["eager_sq"]).abs() / cpu_sq.abs().max()).max())
+    if "error" in on:  # depthlab runs eagerly: a block the compiler cannot build fails no part
+        compiling = f"failed: {on['error']}"
+    else:
+        compiling = (f"{on['compiled_s']:.3g} s, {on['eager_s'] / on['compiled_s']:.2f}x the "
+                     f"eager loop, first call {on['first_call_s']:.1f} s, compiled against "
+                     f"eager {on['largest_rel_diff']:.2g}")
     return {"device_s": on["eager_s"], "cpu_s": cpu_s, "largest_rel_diff": worst,
             "notes": f"L = {s.depth}, {s.seeds} seeds; torch.compile ({on['backend']}) "
-                     f"{on['compiled_s']:.3g} s, {on['eager_s'] / on['compiled_s']:.2f}x the "
-                     f"eager loop, first call {on['first_call_s']:.1f} s, compiled against eager "
-                     f"{on['largest_rel_diff']:.2g}"}
+                     f"{compiling}"}
 
 
 def run_parts(base: Path, device: str, size: Size) -> pd.DataFrame:

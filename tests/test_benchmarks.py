@@ -158,3 +158,22 @@ def test_the_same_work_config_plans_the_plain_scripts_cells(tmp_path):
         (p, d) for p in ("post", "pre", "none") for d in (6, 20, 24, 48, 96)}
     assert sorted((s.depth, s.out_scale) for s in [*cells["stream"], *cells["stream_scaled"]]) \
         == [(6, 1), (24, 1), (96, 1), (96, 3), (96, 10)]
+
+
+def test_a_block_the_compiler_cannot_build_is_reported_with_the_eager_loop(monkeypatch):
+    """benchmarks/compiled.compare: where torch.compile fails, the eager loop's seconds and
+    norms come back with the error's first line, so the device check reports it in part 6's
+    notes instead of failing the part (depthlab itself runs eagerly)."""
+    import torch
+
+    from benchmarks import compiled
+    from depthlab.vocabulary.settings import RunSettings
+
+    def refuse(*args, **kwargs):
+        raise RuntimeError("no compiler here\nsecond line")
+
+    monkeypatch.setattr(torch, "compile", refuse)
+    found = compiled.compare(RunSettings(depth=3, seeds=2, d_model=16, tokens=8), rounds=1)
+    assert found["error"] == "RuntimeError: no compiler here"
+    assert found["eager_s"] > 0 and found["eager_sq"].shape == (2, 3)
+    assert "compiled_s" not in found
