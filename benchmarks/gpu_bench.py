@@ -8,6 +8,7 @@ metric in the cell; 0 where both are the CPU, whose runs are bit-identical).
 
     bash benchmarks/gpu_bench.sh [WHEELS_DIR] [--quick]   (finds Python; see its header)
     python -m benchmarks.gpu_bench [--quick] [--device cpu|cuda] [--out results/benchmarks/...]
+    bash benchmarks/gpu_bench.sh [WHEELS_DIR] --study config/scale.yaml   (a config from nothing)
 
 One row per part:
 
@@ -299,6 +300,23 @@ def run_parts(base: Path, device: str, size: Size) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def study_from_nothing(base: Path, device: str, config: str) -> pd.DataFrame:
+    """`--study CONFIG`: the config run from nothing on the device alone, by `snakemake --cores
+    <CPU count>` in a fresh copy of the workflow; on cuda with `--resources gpu_mem_mb=<the
+    GPU's memory>`, so that its jobs share the GPU as far as its memory holds (each declares
+    its own, depthlab.planner.resources.device_mb). One row: wall seconds and jobs."""
+    work = workdir(base / "study")
+    args = ["--cores", str(CORES), "--configfile", config, "--config", f"device={device}"]
+    if device == "cuda":
+        total_mb = torch.cuda.get_device_properties(0).total_memory // 10**6
+        args += ["--resources", f"gpu_mem_mb={total_mb}"]
+    seconds = snakemake(work, *args)
+    return pd.DataFrame([{"part": f"study {config}", "device": device, "device_s": seconds,
+                          "cpu_s": math.nan, "ratio": math.nan, "largest_rel_diff": math.nan,
+                          "notes": f"jobs {jobs_run(work)}; {' '.join(args)}",
+                          "part_s": seconds}])
+
+
 def machine(device: str) -> str:
     gpu = torch.cuda.get_device_name() if device == "cuda" else "no GPU"
     return (f"{platform.machine()}, {CORES} CPUs, torch {torch.__version__} on "
@@ -310,18 +328,22 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="every part at a toy size")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--out", type=Path, default=ROOT / "results/benchmarks/gpu_bench.csv")
+    parser.add_argument("--study", metavar="CONFIG",
+                        help="instead of the parts, run CONFIG from nothing on the device "
+                             "(the scale study's floor: --study config/scale.yaml)")
     args = parser.parse_args()
     size = QUICK if args.quick else FULL
     print(f"gpu_bench{' --quick' if args.quick else ''}: {machine(args.device)}", flush=True)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="depthlab-gpubench-") as tmp:
-        table = run_parts(Path(tmp), args.device, size)
+        table = (study_from_nothing(Path(tmp), args.device, args.study) if args.study
+                 else run_parts(Path(tmp), args.device, size))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(args.out, index=False)
     with pd.option_context("display.max_colwidth", None, "display.width", 250,
                            "display.float_format", "{:.4g}".format):
         print(table.drop(columns="part_s").to_string(index=False))
-    worst = table["largest_rel_diff"].max()
+    worst = table["largest_rel_diff"].max()  # NaN for --study, which compares nothing
     print(f"total {time.perf_counter() - start:.0f} s; largest float64 difference {worst:.3g} "
           f"(tolerance {gpu_check.TOLERANCE:g}); table: {args.out}")
     failed = table.loc[table["notes"].str.startswith("FAILED"), "part"].tolist()

@@ -7,6 +7,9 @@
 # than 1e-10.
 #
 #   bash benchmarks/gpu_bench.sh [WHEELS_DIR] [--quick] [--device cpu|cuda]
+#   bash benchmarks/gpu_bench.sh [WHEELS_DIR] --study config/scale.yaml   # instead of the parts:
+#       that config from nothing on the device alone, --cores <CPU count>, on cuda with
+#       --resources gpu_mem_mb=<the GPU's memory> (the scale study's 6-minute floor)
 #
 # Python: $PYTHON, else .venv/bin/python, else python3 on PATH, with the torch it has; nothing
 # comes from a network. Without WHEELS_DIR that Python must import torch, snakemake, pandas,

@@ -177,3 +177,32 @@ def test_a_block_the_compiler_cannot_build_is_reported_with_the_eager_loop(monke
     assert found["error"] == "RuntimeError: no compiler here"
     assert found["eager_s"] > 0 and found["eager_sq"].shape == (2, 3)
     assert "compiled_s" not in found
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_a_study_from_nothing_lets_its_jobs_share_the_gpu_by_its_memory(monkeypatch, tmp_path,
+                                                                         device):
+    """gpu_bench --study: one snakemake run of the config on the device with every core; on
+    cuda it passes the GPU's memory (80 GB here, by a stand-in) as --resources gpu_mem_mb, the
+    resource every compute job declares; the row holds the run's seconds and jobs."""
+    import types
+
+    import torch
+
+    from benchmarks import gpu_bench
+    calls = []
+
+    def run(work, *args):
+        calls.append(args)
+        return 12.5
+
+    monkeypatch.setattr(gpu_bench, "snakemake", run)
+    monkeypatch.setattr(gpu_bench, "jobs_run", lambda work: 7)
+    monkeypatch.setattr(torch.cuda, "get_device_properties",
+                        lambda index: types.SimpleNamespace(total_memory=80 * 10**9))
+    row = gpu_bench.study_from_nothing(tmp_path, device, "config/scale.yaml").iloc[0]
+    (args,) = calls
+    assert args[:6] == ("--cores", str(gpu_bench.CORES), "--configfile", "config/scale.yaml",
+                        "--config", f"device={device}")
+    assert args[6:] == (("--resources", "gpu_mem_mb=80000") if device == "cuda" else ())
+    assert row["device_s"] == 12.5 and row["notes"].startswith("jobs 7;")
