@@ -262,7 +262,7 @@ def compile_loop(device: str, size: Size) -> dict:
     s = dataclasses.replace(cell, seeds=cost.seeds_per_pass(cell))
     on = compiled.compare(dataclasses.replace(s, device=device))
     cpu_s, cpu_sq = compiled.loop(dataclasses.replace(s, device="cpu"), compiled.block_step(s))
-    worst = float(((cpu_sq - on["eager_sq"]).abs() / cpu_sq.abs().max()).max())
+    worst = compiled.relative_difference(cpu_sq, on["eager_sq"])
     if "error" in on:  # depthlab runs eagerly: a block the compiler cannot build fails no part
         compiling = f"failed: {on['error']}"
     else:

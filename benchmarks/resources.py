@@ -67,9 +67,14 @@ def jobs_used(run: Path, configs: list[str]) -> pd.DataFrame:
         if not bench.exists():
             continue
         used = pd.read_csv(bench, sep="\t").iloc[0]
+        log = (run / paths.job_log(kind).format(study=job.study, arm=job.arm,
+                                                job=job.job)).read_text()
+        logged = re.search(r"used cpu_s=([0-9.]+) peak_mb=([0-9.]+)", log)
+        on_device = re.search(r"device cuda peak_mb=([0-9.]+)", log)
+        device = "cuda" if on_device else "cpu"
         row = {"run": " + ".join(Path(c).stem.replace("config", "default") for c in configs),
-               "kind": kind, "job": f"{job.study}/{job.arm}/{job.job}", "flops": 0.0,
-               "elements": 0.0, "drawn": 0.0, "calls": 0.0, "layer_steps": 0.0,
+               "kind": kind, "job": f"{job.study}/{job.arm}/{job.job}", "device": device,
+               "flops": 0.0, "elements": 0.0, "drawn": 0.0, "calls": 0.0, "layer_steps": 0.0,
                "train_flops": 0.0, "graph_mb": 0.0, "stream_mb": 0.0, "train_mb": 0.0}
         if kind == "train":
             ts = training[(job.study, job.arm)]
@@ -77,6 +82,7 @@ def jobs_used(run: Path, configs: list[str]) -> pd.DataFrame:
             row["layer_steps"] = resources.layer_steps(job, ts)
             row["train_mb"] = resources.train_bytes(job) / 1e6
             seconds, mb = resources.train_seconds(job, ts), resources.train_mb(job)
+            device_mb = resources.train_device_mb(job, device)
         else:
             copied = copies.get((job.study, job.arm, job.job), {})
             row.update(resources.measure_terms(job, copied))
@@ -85,24 +91,17 @@ def jobs_used(run: Path, configs: list[str]) -> pd.DataFrame:
                 top = max(cells, key=lambda s: resources.pass_share(s) * cost.pass_bytes(s))
                 row["stream_mb" if cost.streamed(top) else "graph_mb"] = (
                     cost.pass_bytes(top) / 1e6)
-            seconds, mb = resources.measure_seconds(job, copied), resources.measure_mb(job, copied)
-        log = (run / paths.job_log(kind).format(study=job.study, arm=job.arm,
-                                                job=job.job)).read_text()
-        logged = re.search(r"used cpu_s=([0-9.]+) peak_mb=([0-9.]+)", log)
-        on_device = re.search(r"device cuda peak_mb=([0-9.]+)", log)
-        device = "cuda" if on_device else "cpu"
-        if kind == "measure" and on_device:
             seconds = resources.measure_seconds(job, copied, device)
+            mb, device_mb = resources.measure_mb(job, copied), resources.device_mb(job, copied,
+                                                                                   device)
         # a GPU job's seconds are its wall time (the device and its CPU threads work at once)
-        cpu_s = float(logged[1]) if logged and not on_device else float(used["s"])
-        rows.append({**row, "device": device, "predicted_s": seconds, "wall_s": float(used["s"]),
-                     "used_s": cpu_s, "predicted_mb": mb,
+        used_s = float(logged[1]) if logged and not on_device else float(used["s"])
+        rows.append({**row, "predicted_s": seconds, "wall_s": float(used["s"]),
+                     "used_s": used_s, "predicted_mb": mb,
                      "used_mb": float(logged[2]) if logged else float(used["max_rss"]),
                      "measured_from": "job log" if logged else "benchmark file",
                      "runtime_request_min": resources.runtime_min(seconds),
-                     "mem_request_mb": resources.mem_mb(mb),
-                     "predicted_device_mb": (resources.device_mb(job, copied) if on_device
-                                             else 0.0),
+                     "mem_request_mb": resources.mem_mb(mb), "predicted_device_mb": device_mb,
                      "used_device_mb": float(on_device[1]) if on_device else 0.0})
     frame = pd.DataFrame(rows)
     frame["time_ratio"] = frame["predicted_s"] / frame["used_s"]

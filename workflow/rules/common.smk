@@ -101,19 +101,23 @@ def job_cells(wildcards):
     return job_of(wildcards).cells_json()
 
 
+def copied_cells(wildcards):
+    """The cells a measure job copies from other jobs' shards, label -> Source (REUSED)."""
+    return REUSED.get((wildcards.study, wildcards.arm, wildcards.job), {})
+
+
 @signature_cached
 def job_owners(wildcards):
     """The shards a measure job copies cells from (their owners measure them), in the order
     of depthlab.planner.reuse.owner_shards."""
-    key = (wildcards.study, wildcards.arm, wildcards.job)
-    return owner_shards(REUSED.get(key, {}).values())
+    return owner_shards(copied_cells(wildcards).values())
 
 
 @signature_cached
 def job_reused(wildcards):
     """The cells a measure job copies, label -> [study, arm, job, label] of the owner, as
     sorted JSON (a change reruns the job)."""
-    copies = REUSED.get((wildcards.study, wildcards.arm, wildcards.job), {})
+    copies = copied_cells(wildcards)
     return json.dumps(
         {label: dataclasses.astuple(source) for label, source in copies.items()},
         sort_keys=True,
@@ -124,8 +128,7 @@ def job_reused(wildcards):
 def measure_mem_mb(wildcards, attempt):
     """Memory request of one measure job in MB (depthlab.planner.resources), more on each
     retry."""
-    job = job_of(wildcards)
-    copied = REUSED.get((job.study, job.arm, job.job), {})
+    job, copied = job_of(wildcards), copied_cells(wildcards)
     return resources.mem_mb(resources.measure_mb(job, copied), attempt)
 
 
@@ -133,8 +136,7 @@ def measure_mem_mb(wildcards, attempt):
 def measure_gpu_mem_mb(wildcards, attempt):
     """Device memory of one measure job on a GPU in MB (depthlab.planner.resources.device_mb,
     a bound: no margin), more on each retry; 0 on the CPU."""
-    job = job_of(wildcards)
-    copied = REUSED.get((job.study, job.arm, job.job), {})
+    job, copied = job_of(wildcards), copied_cells(wildcards)
     return resources.mem_mb(resources.device_mb(job, copied), attempt, margin=1.0)
 
 

@@ -42,7 +42,7 @@ class StreamedBlocks:
     depthlab.core.recompute)."""
 
     def __init__(self, s: RunSettings, kw: dict, states: list[list[tuple[Tensor, Tensor]]]):
-        self.s, self.kw, self.states = s, kw, states
+        self.s, self.kw, self.host, self.states = s, kw, _on_host(s), states
         self.prefetch = s.device == "cuda"  # draw the next block while the device runs this one
         self.shapes, self.drawn = _block_shapes(s), _block_shapes(s, drawn=True)
 
@@ -56,8 +56,7 @@ class StreamedBlocks:
     def block(self, layer: int) -> dict[str, Tensor]:
         """Block `layer`'s parameters of every seed, (S, ...) each, on the settings' device."""
         s, seeds = self.s, self.states[layer]
-        host = _on_host(s)
-        block = {k: _stacked(len(seeds), shape, host) for k, shape in self.shapes.items()}
+        block = {k: _stacked(len(seeds), shape, self.host) for k, shape in self.shapes.items()}
 
         def fill(i: int) -> None:
             scratch = _scratch(s, self.drawn, self.kw)

@@ -181,20 +181,24 @@ def measure_mb(job: Job, copied: Collection[str] = ()) -> float:
                          default=0.0) / 1e6
 
 
-def device_mb(job: Job, copied: Collection[str] = ()) -> float:
+def device_mb(job: Job, copied: Collection[str] = (), device: str | None = None) -> float:
     """Predicted peak device memory of a measure job on a GPU in MB: DEVICE_BASE_MB plus the
     largest pass's bytes (cost.pass_bytes: every tensor of a pass lives on the device, and the
-    bytes bound what a pass holds from above); 0 for a job on the CPU."""
-    if device_of(job) == "cpu":
+    bytes bound what a pass holds from above); 0 for a job on the CPU (`device_of`, or
+    `device` where given)."""
+    if (device or device_of(job)) == "cpu":
         return 0.0
     return DEVICE_BASE_MB + max((cost.pass_bytes(s) for s in measured(job, copied)),
                                 default=0.0) / 1e6
 
 
-def train_device_mb(job: Job) -> float:
+def train_device_mb(job: Job, device: str | None = None) -> float:
     """Predicted peak device memory of a train job on a GPU in MB (`train_bytes`, its
-    weights, gradients, AdamW's moments and one pass of its largest cell); 0 on the CPU."""
-    return 0.0 if device_of(job) == "cpu" else DEVICE_BASE_MB + train_bytes(job) / 1e6
+    weights, gradients, AdamW's moments and one pass of its largest cell); 0 on the CPU
+    (`device_of`, or `device` where given)."""
+    if (device or device_of(job)) == "cpu":
+        return 0.0
+    return DEVICE_BASE_MB + train_bytes(job) / 1e6
 
 
 def pass_share(s) -> float:
