@@ -44,7 +44,7 @@ $(VENV)/.depthlab: $(VENV)/.lock-$(TORCH) pyproject.toml
 	$(BIN)/pip install -q --no-deps -e .
 	touch $@
 
-.PHONY: setup run test test-fast lint lock print-python
+.PHONY: setup run test test-fast lint lock gpu-wheels print-python
 setup: $(VENV)/.depthlab
 
 run: setup
@@ -83,6 +83,14 @@ lock:
 		envs/lock-cuda.txt
 	sed -i '2a # Regenerate: `make lock` (this command; pins stay unless envs/requirements.txt moves them).' \
 		envs/lock-cpu.txt envs/lock-cuda.txt
+
+# `make gpu-wheels`: the folder of wheels benchmarks/gpu_bench.sh installs from on a GPU machine
+# that reaches no package index (snakemake, jsonschema and their dependencies, the CUDA lock's
+# versions, for that machine's CPython: GPU_PYTHON); benchmarks/wheels.py says what and how
+WHEELS ?= wheels
+GPU_PYTHON ?= 3.12
+gpu-wheels: setup
+	$(BIN)/python -m benchmarks.wheels $(WHEELS) --python-version $(GPU_PYTHON)
 
 print-python:
 	@echo $(PY)

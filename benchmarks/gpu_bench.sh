@@ -14,7 +14,8 @@
 # Python: $PYTHON, else .venv/bin/python, else python3 on PATH, with the torch it has; nothing
 # comes from a network. Without WHEELS_DIR that Python must import torch, snakemake, pandas,
 # pyarrow, seaborn, scipy (and depthlab's other runtime packages); depthlab itself comes from
-# src/. With WHEELS_DIR (a folder of wheels): a venv in a temporary folder with
+# src/. With WHEELS_DIR (a folder of wheels; `make gpu-wheels` builds one, wheels/, where a
+# package index is reached: benchmarks/wheels.py): a venv in a temporary folder with
 # --system-site-packages (and the found Python's own site-packages, where it is itself a venv),
 # so the machine's torch is kept; what is missing is installed from that folder alone
 # (pip --no-index --find-links), then depthlab (--no-deps -e .; the folder needs setuptools 64

@@ -78,6 +78,16 @@ def test_locks_differ_in_torch_and_the_cuda_libraries_only():
                          for name in added), added
 
 
+def test_gpu_wheels_take_every_pin_of_the_cuda_lock():
+    """benchmarks/wheels.py (`make gpu-wheels`) constrains pip by the CUDA lock: its pins are
+    every entry of the lock at the lock's version, read here by the lock's own format."""
+    from benchmarks.wheels import pins as wheel_pins
+
+    found = dict(line.split("==") for line in wheel_pins(ROOT / LOCKS[1]))
+    assert {canonicalize_name(n): v for n, v in found.items()} == {
+        name: version for name, (version, _) in locked(LOCKS[1]).items()}
+
+
 def test_venv_holds_exactly_a_lock():
     """The Makefile's .venv holds what one lock names, at its versions, and nothing else but
     depthlab and envs/nodeps.txt's and envs/uv.txt's packages at theirs (the lock whose torch
