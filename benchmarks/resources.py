@@ -24,6 +24,7 @@ from these jobs, and the ratios, table and figure with them.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import re
 from pathlib import Path
 
@@ -81,7 +82,7 @@ def jobs_used(run: Path, configs: list[str]) -> pd.DataFrame:
             row["train_flops"] = sum(cost.training_flops(c.settings, ts) for c in job.cells)
             row["layer_steps"] = resources.layer_steps(job, ts)
             row["train_mb"] = resources.train_bytes(job) / 1e6
-            seconds, mb = resources.train_seconds(job, ts), resources.train_mb(job)
+            seconds, mb = resources.train_seconds(job, ts, device), resources.train_mb(job)
             device_mb = resources.train_device_mb(job, device)
         else:
             copied = copies.get((job.study, job.arm, job.job), {})
@@ -115,7 +116,8 @@ def fit(frame: pd.DataFrame) -> dict[str, float]:
     seconds = a + flops / R + elements x p + drawn numbers x r + block calls x c; train seconds
     = a + flops / R_train + layer steps x q (a shared); MB = B + k x graph pass MB + k_s x
     streamed pass MB (measure) or B + k_train x train MB (B shared). Returns the constants under
-    resources.py's names, the measure job's under "speeds" (a resources.MeasureSpeeds)."""
+    resources.py's names, the seconds' under "speeds" (a resources.Speeds; its train constants
+    the CPU's where the frame has no train job, and "trained": False)."""
     ones = np.ones(len(frame))
     time_terms = ["flops", "elements", "drawn", "calls", "train_flops", "layer_steps"]
     design = np.column_stack([ones, *(frame[c] for c in time_terms)])
@@ -125,14 +127,18 @@ def fit(frame: pd.DataFrame) -> dict[str, float]:
     mem = np.column_stack([ones, frame["graph_mb"], frame["stream_mb"], frame["train_mb"]])
     base, share, stream_share, train_share = nnls(mem / frame["used_mb"].to_numpy()[:, None],
                                                   ones)[0]
-    speeds = resources.MeasureSpeeds(
+    trained = bool((frame["kind"] == "train").any())
+    train_rate, per_step = ((1 / per_train_flop if per_train_flop else np.inf, per_step)
+                            if trained else (resources.CPU.train_flops_per_s,
+                                             resources.CPU.train_s_per_layer_step))
+    speeds = resources.Speeds(
         startup_s=a, flops_per_s=1 / per_flop if per_flop else np.inf,
-        probe_s_per_element=per_element, draw_s_per_number=per_number, call_s=per_call)
-    out = {"speeds": speeds, "STARTUP_S": a, "BASE_MB": base, "PASS_SHARE": share,
+        probe_s_per_element=per_element, draw_s_per_number=per_number, call_s=per_call,
+        train_flops_per_s=train_rate, train_s_per_layer_step=per_step)
+    speeds = resources.Speeds(*map(float, dataclasses.astuple(speeds)))  # printed for pasting
+    out = {"speeds": speeds, "trained": trained, "BASE_MB": base, "PASS_SHARE": share,
            "STREAM_SHARE": stream_share}
-    if (frame["kind"] == "train").any():
-        out["TRAIN_FLOPS_PER_S"] = 1 / per_train_flop if per_train_flop else np.inf
-        out["TRAIN_S_PER_LAYER_STEP"] = per_step
+    if trained:
         out["TRAIN_SHARE"] = train_share
     return out
 
@@ -173,7 +179,9 @@ def main() -> None:
             constants = fit(jobs)
             resources.FITTED[device] = constants.pop("speeds")
             print(f"FITTED[{device!r}] = {resources.FITTED[device]}")
-            if device != "cpu":  # a GPU job's host memory and training: the CPU's model
+            if not constants.pop("trained"):
+                print(f"  (no train job ran on {device}: its train constants are the CPU's)")
+            if device != "cpu":  # a GPU job's host memory: the CPU's model
                 continue
             for name, value in constants.items():
                 print(f"{name} = {value:.4g}")

@@ -48,7 +48,7 @@ def gpu_train_seconds(job: Job, ts) -> float:
     """The model's seconds of a train job on a GPU: start-up, its FLOPs at the float32 rate
     (bfloat16 autocast taken at the same rate) and GPU_S_PER_LAYER_STEP per block and step."""
     flops = sum(cost.training_flops(c.settings, ts) for c in job.cells)
-    return (resources.STARTUP_S + flops / GPU_FLOPS_PER_S["float32"]
+    return (resources.CPU.startup_s + flops / GPU_FLOPS_PER_S["float32"]
             + resources.layer_steps(job, ts) * GPU_S_PER_LAYER_STEP)
 
 

@@ -114,23 +114,35 @@ def test_copied_cells_cost_no_time_and_hold_no_memory():
 
 def test_a_gpu_job_asks_for_its_device_s_fitted_seconds_and_says_when_it_has_none(
         monkeypatch):
-    """A cuda job is predicted by the speeds fitted for cuda; with none it takes the CPU's, and
-    `unfitted` names the device; a GPU job asks for its largest pass's bytes on the device."""
-    s = RunSettings(depth=24, seeds=6)
+    """A cuda job, measure or train, is predicted by the speeds fitted for cuda; with none it
+    takes the CPU's, and `unfitted` names the device; a GPU job asks for its largest pass's
+    bytes on the device."""
+    from depthlab.vocabulary.train_settings import TrainSettings
+
+    s, ts = RunSettings(depth=24, seeds=6), TrainSettings(steps=10)
     on_cpu = Job("s", "a", "j", (cell("x", s),))
     on_gpu = Job("s", "a", "j", (cell("x", dataclasses.replace(s, device="cuda")),))
     monkeypatch.setattr(resources, "FITTED", {"cpu": resources.CPU})
     assert resources.measure_seconds(on_gpu) == resources.measure_seconds(on_cpu)
+    assert resources.train_seconds(on_gpu, ts) == resources.train_seconds(on_cpu, ts)
     assert "cuda" in resources.unfitted([on_cpu, on_gpu])
     assert resources.unfitted([on_cpu]) is None
-    # hand-set speeds: 2 s to start, 1e12 FLOP/s, 1e-9 s per number drawn, nothing else
-    gpu = resources.MeasureSpeeds(startup_s=2.0, flops_per_s=1e12, probe_s_per_element=0.0,
-                                  draw_s_per_number=1e-9, call_s=0.0)
+    # hand-set speeds: 2 s to start, 1e12 FLOP/s, 1e-9 s per number drawn, nothing else; a
+    # train job at 1e13 FLOP/s and 1e-4 s per block and step
+    gpu = resources.Speeds(startup_s=2.0, flops_per_s=1e12, probe_s_per_element=0.0,
+                           draw_s_per_number=1e-9, call_s=0.0, train_flops_per_s=1e13,
+                           train_s_per_layer_step=1e-4)
     monkeypatch.setitem(resources.FITTED, "cuda", gpu)
     assert resources.unfitted([on_cpu, on_gpu]) is None
     expected = 2.0 + cost.cell_flops(s) / 1e12 + resources.drawn_numbers(s) * 1e-9
     assert resources.measure_seconds(on_gpu) == pytest.approx(expected, rel=1e-12)
     assert resources.measure_seconds(on_cpu, device="cuda") == pytest.approx(expected)
+    trained = 2.0 + cost.training_flops(s, ts) / 1e13 + 10 * 24 * 1e-4
+    assert resources.train_seconds(on_gpu, ts) == pytest.approx(trained, rel=1e-12)
+    assert resources.train_seconds(on_cpu, ts, device="cuda") == pytest.approx(trained)
+    assert resources.train_seconds(on_cpu, ts) == pytest.approx(
+        resources.CPU.startup_s + cost.training_flops(s, ts) / resources.CPU.train_flops_per_s
+        + 10 * 24 * resources.CPU.train_s_per_layer_step)
     assert resources.device_mb(on_cpu) == 0.0
     assert resources.device_mb(on_gpu) == resources.DEVICE_BASE_MB + cost.pass_bytes(s) / 1e6
 
@@ -158,6 +170,23 @@ def test_the_fit_recovers_a_device_s_speeds_from_jobs_that_follow_them():
     assert speeds.call_s == pytest.approx(2e-4, rel=1e-6)
     assert got["BASE_MB"] == pytest.approx(500, rel=1e-6)
     assert got["STREAM_SHARE"] == pytest.approx(0.8, rel=1e-6)
+    # no train job in the frame: the train constants are the CPU's, and it says so
+    assert not got["trained"]
+    assert speeds.train_flops_per_s == resources.CPU.train_flops_per_s
+    # train jobs beside them, made from hand-set train constants: those come back too
+    m = 8
+    train = pd.DataFrame({"kind": "train", "flops": 0.0, "elements": 0.0, "drawn": 0.0,
+                          "calls": 0.0, "train_flops": rng.uniform(1e12, 1e14, m),
+                          "layer_steps": rng.uniform(1e3, 1e5, m), "graph_mb": 0.0,
+                          "stream_mb": 0.0, "train_mb": rng.uniform(100, 3000, m)})
+    train["used_s"] = 3.0 + train["train_flops"] / 3e13 + train["layer_steps"] * 6e-4
+    train["used_mb"] = 500 + 1.5 * train["train_mb"]
+    got = fit(pd.concat([frame, train], ignore_index=True))
+    assert got["trained"]
+    assert got["speeds"].startup_s == pytest.approx(3.0, rel=1e-6)
+    assert got["speeds"].train_flops_per_s == pytest.approx(3e13, rel=1e-6)
+    assert got["speeds"].train_s_per_layer_step == pytest.approx(6e-4, rel=1e-6)
+    assert got["TRAIN_SHARE"] == pytest.approx(1.5, rel=1e-6)
 
 
 def test_longest_first_ranks_a_job_by_the_longest_chain_that_waits_on_it():

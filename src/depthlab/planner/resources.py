@@ -9,15 +9,16 @@ the measure code's hash (a request changes no number).
   probe_s_per_element (the probes touch every stream, branch and normalised state of every
   block and seed) + random numbers drawn for the weights (`drawn_numbers`: a streamed pass
   draws each block two or three times) x draw_s_per_number + block calls (`block_calls`, per
-  pass whatever the seeds it holds) x call_s, by the device's MeasureSpeeds; cells copied
+  pass whatever the seeds it holds) x call_s, by the device's Speeds; cells copied
   from another job's shard (depthlab.planner.reuse) cost nothing. Peak MB = BASE_MB + the
   largest pass's bytes (depthlab.planner.cost.pass_bytes) x PASS_SHARE (a pass over every
   block's graph, which the bytes bound from above) or STREAM_SHARE (a pass that keeps no such
   graph: streamed, cost.streamed, or forward-only).
-- train: seconds = STARTUP_S + training FLOPs / TRAIN_FLOPS_PER_S + layer steps (steps x
+- train: seconds = startup_s + training FLOPs / train_flops_per_s + layer steps (steps x
   depth, every cell: the per-block operations each step dispatches whatever the batch) x
-  TRAIN_S_PER_LAYER_STEP (the two terms are confounded on these jobs: read them as a model of
-  the time, not as a throughput); peak MB = BASE_MB + TRAIN_SHARE x `train_bytes`.
+  train_s_per_layer_step, by the device's Speeds (the two terms are confounded on the CPU's
+  jobs: read them as a model of the time, not as a throughput); peak MB = BASE_MB +
+  TRAIN_SHARE x `train_bytes`.
 - on a GPU, also its device memory (`device_mb`, Snakemake resource `gpu_mem_mb`), so that jobs
   share a GPU as far as its memory allows (`--resources gpu_mem_mb=...`).
 """
@@ -36,36 +37,38 @@ from depthlab.vocabulary.settings import RunSettings
 
 
 @dataclass(frozen=True)
-class MeasureSpeeds:
-    """The constants of a measure job's seconds (`measure_seconds`) on one kind of device."""
+class Speeds:
+    """The constants of a job's seconds on one kind of device: a measure job's
+    (`measure_seconds`) and a train job's (`train_seconds`)."""
 
     startup_s: float  # process start, imports, reading the config and writing the shard
     flops_per_s: float  # forward and backward GEMMs
     probe_s_per_element: float  # per element of one block's activations (seed x token x d)
     draw_s_per_number: float  # per random number drawn for the blocks' weights
     call_s: float  # per seed-batched block operation dispatched (forward, backward, recompute)
+    train_flops_per_s: float  # a train job's FLOPs (cost.training_flops)
+    train_s_per_layer_step: float  # per block and optimiser step (`layer_steps`)
 
 
 # fitted by benchmarks/resources.py on the 85 measure and train jobs of the default, fixes and scale
 # runs of 2026-12-03 (one thread per job): every prediction within 0.57-1.43x of the job's CPU
 # seconds and 0.72-1.22x of its peak memory (docs/PERFORMANCE.md, "Requests against use")
-STARTUP_S = 1.85  # process start, imports, reading the config and writing the shard
-CPU = MeasureSpeeds(startup_s=STARTUP_S, flops_per_s=26.8e9,  # float64
-                    probe_s_per_element=1.85e-7, draw_s_per_number=1.27e-8, call_s=1.08e-3)
-TRAIN_FLOPS_PER_S = 44e9  # float32 training steps
-TRAIN_S_PER_LAYER_STEP = 0.0  # per block and step; 0 on these jobs, whose FLOPs explain them
+CPU = Speeds(startup_s=1.85, flops_per_s=26.8e9,  # float64
+             probe_s_per_element=1.85e-7, draw_s_per_number=1.27e-8, call_s=1.08e-3,
+             train_flops_per_s=44e9,  # float32 training steps
+             train_s_per_layer_step=0.0)  # 0 on these jobs, whose FLOPs explain them
 BASE_MB = 342  # the interpreter with torch and pandas loaded
 PASS_SHARE = 0.50  # peak RSS growth per byte of cost.pass_bytes (it bounds a pass from above)
 STREAM_SHARE = 0.93  # the same for a streamed or forward-only pass, whose bytes model is closer
 # (a forward-only pass holding its blocks: 1.10 at L = 96, 6 seeds, d = 128; 2026-12-05)
 TRAIN_SHARE = 1.30  # peak RSS growth per byte of train_bytes
 
-# the devices whose measure jobs have been logged and fitted (`python -m benchmarks.resources
+# the devices whose jobs have been logged and fitted (`python -m benchmarks.resources
 # RUN:configs --fit`; a GPU job's seconds are its wall seconds: the device and the CPU threads
 # that draw its weights work at once). A device not here asks for the CPU's seconds on one
 # core (`unfitted` says so when a run starts), which were above a GPU job's in every part
 # measured so far (docs/PERFORMANCE.md, "On a GPU"). No GPU run has been logged yet.
-FITTED: dict[str, MeasureSpeeds] = {"cpu": CPU}
+FITTED: dict[str, Speeds] = {"cpu": CPU}
 # device memory of a GPU job beside its tensors: the CUDA context and library workspaces
 # (an allowance of 1 GB, not a fit: no GPU job's use has been logged yet)
 DEVICE_BASE_MB = 1000
@@ -212,11 +215,14 @@ def layer_steps(job: Job, ts) -> float:
     return sum(ts.steps * c.settings.depth for c in job.cells)
 
 
-def train_seconds(job: Job, ts) -> float:
-    """Predicted seconds of a train job on a core of its own (ts: its arm's TrainSettings)."""
+def train_seconds(job: Job, ts, device: str | None = None) -> float:
+    """Predicted seconds of a train job (ts: its arm's TrainSettings) on a core of its own, or
+    its wall seconds on a GPU, by the constants fitted for its device (`device_of`, or `device`
+    where given; FITTED, the CPU's where it has none)."""
+    k = FITTED.get(device or device_of(job), CPU)
     flops = sum(cost.training_flops(c.settings, ts) for c in job.cells)
-    return (STARTUP_S + flops / TRAIN_FLOPS_PER_S
-            + layer_steps(job, ts) * TRAIN_S_PER_LAYER_STEP)
+    return (k.startup_s + flops / k.train_flops_per_s
+            + layer_steps(job, ts) * k.train_s_per_layer_step)
 
 
 def train_bytes(job: Job) -> float:
