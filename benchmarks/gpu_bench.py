@@ -23,9 +23,12 @@ One row per part:
 4. one optimiser step of the training study's model (benchmarks/endtoend.train_step, medians),
    depthlab's on the device against on the CPU; the notes hold the plain PyTorch loop's step
    (benchmarks/train_loop.py) on each and depthlab's step over it;
-5. the stack96 grad arm's L = 96 Pre-LN cell (36 seeds), the in-job compute of one measure job
-   (gpu_check.compare), with the GPU's busy fraction while the device measures it: the mean of
-   torch.cuda.utilization() (or nvidia-smi's utilization.gpu) sampled every 0.2 s;
+5. the stack96 grad arm's L = 96 Pre-LN cell (36 seeds), measured as a measure job measures it
+   (gpu_check.timed: on a GPU the next pass is drawn while the device runs this one), with the
+   GPU's busy fraction while the device measures it: the mean of torch.cuda.utilization() (or
+   nvidia-smi's utilization.gpu) sampled every 0.2 s; in the notes, the same cell on the
+   device in larger passes (4 times the seeds, and all 36 in one: fewer launches per seed),
+   each with its seconds, busy fraction and difference from the CPU;
 6. one pass of that cell (the seeds depthlab puts in one), its block loop forward and
    backward, eager on the device against on the CPU, and the same loop with each block
    compiled by torch.compile on the device, in the notes: its seconds over the eager loop's,
@@ -38,7 +41,8 @@ part's own wall seconds (both sides and their set-up), also on stderr as each pa
 
 --quick shrinks every part to a toy size (the test suite runs it on a 2-core machine): the tiny
 study's theory096 omega arm only, the figure from config/tiny.yaml, the scale cells at L = 4,
-the training step at L = 2, the tiny grad arm's L = 8 cell (parts 5 and 6). A part that fails
+the training step at L = 2, the tiny grad arm's L = 8 cell (parts 5 and 6; part 5 one seed
+a pass, so that it has larger passes to try). A part that fails
 is a row with its error in the notes; the exit status is 1 if any part failed or a float64
 difference exceeds gpu_check.TOLERANCE.
 """
@@ -83,10 +87,12 @@ class Size:
     configs: tuple[str, ...]  # parts 2 and 5: config files merged onto config/config.yaml
     scale_depth: int  # part 3: the scale study's L = 1024 cells, at this depth
     train: dict  # part 4: endtoend.train_step's rounds, steps and depth
+    seed_batch: int  # part 5: seeds per pass of its cell (0: as the pipeline plans it)
 
 
-FULL = Size(None, (), 1024, {"rounds": 5, "steps": 4, "depth": 24})
-QUICK = Size(("theory096", "omega"), (TINY,), 4, {"rounds": 1, "steps": 1, "depth": 2})
+FULL = Size(None, (), 1024, {"rounds": 5, "steps": 4, "depth": 24}, 0)
+# part 5's toy cell holds its 3 seeds in one pass: 1 a pass leaves larger passes to try
+QUICK = Size(("theory096", "omega"), (TINY,), 4, {"rounds": 1, "steps": 1, "depth": 2}, 1)
 
 
 def _config_args(configs: tuple[str, ...]) -> list[str]:
@@ -228,28 +234,49 @@ class Busy:
         return sum(self.values) / len(self.values) if self.values else math.nan
 
 
+def larger_passes(s: RunSettings) -> list[int]:
+    """Part 5's other pass sizes: 4 times the seeds the cell puts in one pass
+    (cost.seeds_per_pass), and all its seeds in one, those larger than its own."""
+    own = cost.seeds_per_pass(s)
+    return sorted({min(4 * own, s.seeds), s.seeds} - {own})
+
+
 def busy(device: str, size: Size) -> dict:
     """Part 5: the stack96 grad arm's largest Pre-LN cell (L = 96) of one measure job, with the
-    GPU's busy fraction while the device measures it."""
+    GPU's busy fraction while the device measures it as a job does (gpu_check.timed). In the
+    notes, the same cell on the device in larger passes (`larger_passes`: fewer launches per
+    seed, less drawing ahead), each with its seconds, busy fraction and difference from the
+    CPU's rows; not in the part's difference, as the pipeline does not run them."""
     job = next(j for j in arm_jobs(size.configs, "stack96", "grad") if j.job == "placement-pre")
     s: RunSettings = max((c.settings for c in job.cells), key=lambda s: s.depth)
+    s = dataclasses.replace(s, seed_batch=size.seed_batch or s.seed_batch)
     read = _utilization() if device == "cuda" else None
     watches: list[Busy] = []
 
-    def watch() -> Busy:
+    def watch() -> contextlib.AbstractContextManager:
+        if read is None:
+            return contextlib.nullcontext()
         watches.append(Busy(read))
         return watches[-1]
 
-    worst, cpu_s, device_s = gpu_check.compare(s, device,
-                                               watch if read else contextlib.nullcontext)
-    if device != "cuda":
-        note = "GPU busy n/a (no GPU)"
-    elif not watches:
-        note = "GPU busy n/a (neither torch.cuda.utilization nor nvidia-smi answers)"
-    else:
-        note = f"GPU busy {watches[0].percent:.0f}% ({len(watches[0].values)} samples, 0.2 s)"
-    return {"device_s": device_s, "cpu_s": cpu_s, "largest_rel_diff": worst,
-            "notes": f"L = {s.depth}, {s.seeds} seeds, {job.study}/{job.arm}/{job.job}; {note}"}
+    def percent() -> str:
+        if device != "cuda":
+            return "GPU busy n/a (no GPU)"
+        if not watches:
+            return "GPU busy n/a (neither torch.cuda.utilization nor nvidia-smi answers)"
+        return f"GPU busy {watches[-1].percent:.0f}% ({len(watches[-1].values)} samples, 0.2 s)"
+
+    on_cpu, cpu_s, on_device, device_s = gpu_check.compare_frames(s, device, watch)
+    notes = [f"L = {s.depth}, {s.seeds} seeds in passes of {cost.seeds_per_pass(s)}, "
+             f"{job.study}/{job.arm}/{job.job}; {percent()}"]
+    for seeds in larger_passes(s):
+        frame, seconds = gpu_check.timed(
+            dataclasses.replace(s, device=device, seed_batch=seeds), watch())
+        notes.append(f"passes of {seeds}: {seconds:.3g} s, {percent()}, "
+                     f"{gpu_check.largest_difference(on_cpu, frame):.2g} from the CPU")
+    return {"device_s": device_s, "cpu_s": cpu_s,
+            "largest_rel_diff": gpu_check.largest_difference(on_cpu, on_device),
+            "notes": "; ".join(notes)}
 
 
 def compile_loop(device: str, size: Size) -> dict:

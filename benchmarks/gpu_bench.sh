@@ -29,7 +29,8 @@
 #      3 measure jobs of 36 seeds, 5 threads each)                             ~1.5 min
 #   3. the scale study's 6 L = 1024 cells at 2 seeds (2.2 TFLOP), CPU then GPU ~1 min
 #   4. the training step (L = 24), depthlab and the plain loop, CPU and GPU    ~0.5 min
-#   5. the L = 96 cell (36 seeds, 0.6 TFLOP), CPU then GPU, busy fraction      ~0.3 min
+#   5. the L = 96 cell (36 seeds, 0.6 TFLOP), CPU then GPU, busy fraction, and
+#      on the GPU in passes of 12 and of 36 seeds                             ~0.6 min
 #   6. one pass of it (3 seeds), its block loop eager on CPU and GPU, compiled
 #      on the GPU (torch.compile of one block, forward and backward)           ~1-2 min
 #   imports and the dependency check                                           ~0.2 min

@@ -26,10 +26,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from depthlab.core.measure import measure_cell
-from depthlab.planner.cost import pass_plan
-from depthlab.planner.grid import study_jobs
+from depthlab.core.measure import measure_job
+from depthlab.planner.grid import cell, study_jobs
 from depthlab.planner.overlay import config_of
+from depthlab.vocabulary.jobs import Job
 from depthlab.vocabulary.settings import RunSettings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,10 +48,10 @@ def scale_cells(depth: int = 1024) -> list[tuple[str, RunSettings]]:
     with the gradient."""
     found = []
     for job in study_jobs(config_of(ROOT, "config/scale.yaml")):
-        for cell in job.cells:
-            s = cell.settings
+        for c in job.cells:
+            s = c.settings
             if s.depth == depth and s.placement in ("pre", "deepnorm"):
-                found.append((f"scale/{job.arm}/{cell.label}", dataclasses.replace(s, seeds=2)))
+                found.append((f"scale/{job.arm}/{c.label}", dataclasses.replace(s, seeds=2)))
     return found
 
 
@@ -72,24 +72,40 @@ def largest_difference(a: pd.DataFrame, b: pd.DataFrame) -> float:
     return float(((x - y).abs() / scale.where(scale > 0, 1.0)).max())
 
 
+def timed(s: RunSettings, around: AbstractContextManager | None = None
+          ) -> tuple[pd.DataFrame, float]:
+    """One cell measured as a measure job measures it (a job of this one cell: on a GPU the
+    next pass is drawn while the device runs this one), inside `around`: its rows, and its
+    wall seconds."""
+    job = Job("gpu_check", "cell", "cell", (cell("cell", s),))
+    with around or contextlib.nullcontext():
+        start = time.perf_counter()
+        frame = measure_job(job)
+        if s.device == "cuda":
+            torch.cuda.synchronize()
+        return frame, time.perf_counter() - start
+
+
+def compare_frames(s: RunSettings, device: str,
+                   watch: Callable[[], AbstractContextManager] = contextlib.nullcontext,
+                   ) -> tuple[pd.DataFrame, float, pd.DataFrame, float]:
+    """One cell measured on the CPU, then on `device` (after one warm-up call there unless it is
+    the CPU; `watch()` entered around its timed call), each as a job measures it (`timed`):
+    the rows and the seconds of each."""
+    on_cpu, cpu_s = timed(dataclasses.replace(s, device="cpu"))
+    run = dataclasses.replace(s, device=device)
+    if device != "cpu":
+        timed(run)  # warm-up: kernels, allocator
+    return on_cpu, cpu_s, *timed(run, watch())
+
+
 def compare(s: RunSettings, device: str,
             watch: Callable[[], AbstractContextManager] = contextlib.nullcontext,
             ) -> tuple[float, float, float]:
-    """One cell measured on the CPU, then on `device` (after one warm-up call there unless it is
-    the CPU; `watch()` entered around its timed call): the largest relative difference
-    (`largest_difference`) and the seconds of each."""
-    frames, seconds = [], []
-    for where, around in (("cpu", contextlib.nullcontext), (device, watch)):
-        run = dataclasses.replace(s, device=where)
-        if where != "cpu":
-            measure_cell(run, pass_plan(run))  # warm-up: kernels, allocator
-        with around():
-            start = time.perf_counter()
-            frames.append(measure_cell(run, pass_plan(run)))
-            if where == "cuda":
-                torch.cuda.synchronize()
-            seconds.append(time.perf_counter() - start)
-    return largest_difference(*frames), *seconds
+    """`compare_frames`' largest relative difference (`largest_difference`) and the seconds on
+    the CPU and on `device`."""
+    on_cpu, cpu_s, on_device, device_s = compare_frames(s, device, watch)
+    return largest_difference(on_cpu, on_device), cpu_s, device_s
 
 
 def check(device: str) -> pd.DataFrame:

@@ -93,7 +93,38 @@ def test_the_device_check_runs_on_the_cpu(tmp_path):
     differences = table["largest_rel_diff"].dropna()
     assert len(differences) == 5 and (differences == 0).all(), table  # not the training step
     assert "GPU busy n/a (no GPU)" in table["notes"].iloc[4]
+    # part 5's larger pass ran, its per-seed numbers within round-off of the CPU's in passes
+    # of one seed
+    larger = re.search(r"passes of 3: [0-9.e+-]+ s, .*?, ([0-9.e+-]+) from the CPU",
+                       table["notes"].iloc[4])
+    assert larger and float(larger[1]) < 1e-10, table["notes"].iloc[4]
     assert "torch.compile (eager)" in table["notes"].iloc[5]
+
+
+def test_part_5_tries_passes_of_four_times_the_seeds_and_of_all_of_them():
+    """gpu_bench.larger_passes: 4 times the seeds the cell puts in one pass and all its seeds,
+    those above its own; none where one pass holds them all."""
+    from benchmarks.gpu_bench import larger_passes
+
+    s = RunSettings(depth=96, seeds=36)  # the stack96 grad arm's L = 96 cell
+    assert pass_plan(s).seeds_per_pass == 3
+    assert larger_passes(s) == [12, 36]
+    assert larger_passes(dataclasses.replace(s, seed_batch=12)) == [36]
+    assert larger_passes(dataclasses.replace(s, seed_batch=36)) == []
+
+
+def test_gpu_check_measures_a_cell_as_measure_cell_does():
+    """gpu_check.timed (a job of one cell, as the pipeline measures it) gives measure_cell's
+    rows, bit for bit, and its wall seconds."""
+    from benchmarks.gpu_check import timed
+
+    s = RunSettings(depth=3, seeds=2, d_model=16, tokens=8)
+    keys = ["seed", "layer", "sublayer", "metric"]
+    frame, seconds = timed(s)
+    alone = measure_cell(s, pass_plan(s))
+    assert seconds > 0 and len(frame) == len(alone) > 0
+    pd.testing.assert_series_equal(frame.set_index(keys)["value"].sort_index(),
+                                   alone.set_index(keys)["value"].sort_index())
 
 
 @pytest.mark.parametrize("placement", ["pre", "post", "deepnorm"])
