@@ -28,7 +28,8 @@ One row per part:
    GPU's busy fraction while the device measures it: the mean of torch.cuda.utilization() (or
    nvidia-smi's utilization.gpu) sampled every 0.2 s; in the notes, the same cell on the
    device in larger passes (4 times the seeds, and all 36 in one: fewer launches per seed),
-   each with its seconds, busy fraction and difference from the CPU;
+   each with its seconds, busy fraction and difference from the CPU (where a pass takes at
+   most half the memory free on the device);
 6. one pass of that cell (the seeds depthlab puts in one), its block loop forward and
    backward, eager on the device against on the CPU, and the same loop with each block
    compiled by torch.compile on the device, in the notes: its seconds over the eager loop's,
@@ -66,6 +67,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
+import psutil
 import torch
 
 from benchmarks import compiled, endtoend, gpu_check
@@ -241,12 +243,21 @@ def larger_passes(s: RunSettings) -> list[int]:
     return sorted({min(4 * own, s.seeds), s.seeds} - {own})
 
 
+def free_bytes(device: str) -> float:
+    """Bytes free on `device`: the GPU's memory (torch.cuda.mem_get_info), or the host's
+    available memory."""
+    if device == "cuda":
+        return float(torch.cuda.mem_get_info()[0])
+    return float(psutil.virtual_memory().available)
+
+
 def busy(device: str, size: Size) -> dict:
     """Part 5: the stack96 grad arm's largest Pre-LN cell (L = 96) of one measure job, with the
     GPU's busy fraction while the device measures it as a job does (gpu_check.timed). In the
     notes, the same cell on the device in larger passes (`larger_passes`: fewer launches per
     seed, less drawing ahead), each with its seconds, busy fraction and difference from the
-    CPU's rows; not in the part's difference, as the pipeline does not run them."""
+    CPU's rows, where a pass takes at most half the memory free on the device
+    (cost.pass_bytes); not in the part's difference, as the pipeline does not run them."""
     job = next(j for j in arm_jobs(size.configs, "stack96", "grad") if j.job == "placement-pre")
     s: RunSettings = max((c.settings for c in job.cells), key=lambda s: s.depth)
     s = dataclasses.replace(s, seed_batch=size.seed_batch or s.seed_batch)
@@ -270,8 +281,13 @@ def busy(device: str, size: Size) -> dict:
     notes = [f"L = {s.depth}, {s.seeds} seeds in passes of {cost.seeds_per_pass(s)}, "
              f"{job.study}/{job.arm}/{job.job}; {percent()}"]
     for seeds in larger_passes(s):
-        frame, seconds = gpu_check.timed(
-            dataclasses.replace(s, device=device, seed_batch=seeds), watch())
+        larger = dataclasses.replace(s, device=device, seed_batch=seeds)
+        need, free = cost.pass_bytes(larger), free_bytes(device)
+        if need > free / 2:  # a pass the device would hardly hold: not tried
+            notes.append(f"passes of {seeds}: not tried ({need / 1e9:.1f} GB a pass, "
+                         f"{free / 1e9:.1f} GB free on {device})")
+            continue
+        frame, seconds = gpu_check.timed(larger, watch())
         notes.append(f"passes of {seeds}: {seconds:.3g} s, {percent()}, "
                      f"{gpu_check.largest_difference(on_cpu, frame):.2g} from the CPU")
     return {"device_s": device_s, "cpu_s": cpu_s,
