@@ -75,6 +75,7 @@ from benchmarks.workflow import ROOT, snakemake, workdir
 from depthlab.planner import cost
 from depthlab.planner.grid import study_jobs
 from depthlab.planner.overlay import config_of
+from depthlab.vocabulary.jobs import Job
 from depthlab.vocabulary.settings import RunSettings
 
 CORES = os.cpu_count() or 1
@@ -236,6 +237,12 @@ class Busy:
         return sum(self.values) / len(self.values) if self.values else math.nan
 
 
+def deepest_pre_cell(size: Size) -> tuple[Job, RunSettings]:
+    """Parts 5 and 6's cell: the stack96 grad arm's Pre-LN job and its deepest cell (L = 96)."""
+    job = next(j for j in arm_jobs(size.configs, "stack96", "grad") if j.job == "placement-pre")
+    return job, max((c.settings for c in job.cells), key=lambda s: s.depth)
+
+
 def larger_passes(s: RunSettings) -> list[int]:
     """Part 5's other pass sizes: 4 times the seeds the cell puts in one pass
     (cost.seeds_per_pass), and all its seeds in one, those larger than its own."""
@@ -258,8 +265,7 @@ def busy(device: str, size: Size) -> dict:
     seed, less drawing ahead), each with its seconds, busy fraction and difference from the
     CPU's rows, where a pass takes at most half the memory free on the device
     (cost.pass_bytes); not in the part's difference, as the pipeline does not run them."""
-    job = next(j for j in arm_jobs(size.configs, "stack96", "grad") if j.job == "placement-pre")
-    s: RunSettings = max((c.settings for c in job.cells), key=lambda s: s.depth)
+    job, s = deepest_pre_cell(size)
     s = dataclasses.replace(s, seed_batch=size.seed_batch or s.seed_batch)
     read = _utilization() if device == "cuda" else None
     watches: list[Busy] = []
@@ -300,8 +306,7 @@ def compile_loop(device: str, size: Size) -> dict:
     cost.seeds_per_pass), its block loop forward and backward, eager and compiled on the device
     (benchmarks/compiled.py); the row's seconds are the eager loop's on the device and on the
     CPU, the notes say what compiling gave on the device."""
-    job = next(j for j in arm_jobs(size.configs, "stack96", "grad") if j.job == "placement-pre")
-    cell: RunSettings = max((c.settings for c in job.cells), key=lambda s: s.depth)
+    _, cell = deepest_pre_cell(size)
     s = dataclasses.replace(cell, seeds=cost.seeds_per_pass(cell))
     on = compiled.compare(dataclasses.replace(s, device=device))
     cpu_s, cpu_sq = compiled.loop(dataclasses.replace(s, device="cpu"), compiled.block_step(s))

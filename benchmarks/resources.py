@@ -24,7 +24,6 @@ from these jobs, and the ratios, table and figure with them.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import re
 from pathlib import Path
 
@@ -122,8 +121,9 @@ def fit(frame: pd.DataFrame) -> dict[str, float]:
     time_terms = ["flops", "elements", "drawn", "calls", "train_flops", "layer_steps"]
     design = np.column_stack([ones, *(frame[c] for c in time_terms)])
     weight = 1 / frame["used_s"].to_numpy()
-    a, per_flop, per_element, per_number, per_call, per_train_flop, per_step = nnls(
-        design * weight[:, None], ones)[0]
+    # plain floats, so that the printed constants can be pasted into resources.py
+    a, per_flop, per_element, per_number, per_call, per_train_flop, per_step = map(
+        float, nnls(design * weight[:, None], ones)[0])
     mem = np.column_stack([ones, frame["graph_mb"], frame["stream_mb"], frame["train_mb"]])
     base, share, stream_share, train_share = nnls(mem / frame["used_mb"].to_numpy()[:, None],
                                                   ones)[0]
@@ -135,7 +135,6 @@ def fit(frame: pd.DataFrame) -> dict[str, float]:
         startup_s=a, flops_per_s=1 / per_flop if per_flop else np.inf,
         probe_s_per_element=per_element, draw_s_per_number=per_number, call_s=per_call,
         train_flops_per_s=train_rate, train_s_per_layer_step=per_step)
-    speeds = resources.Speeds(*map(float, dataclasses.astuple(speeds)))  # printed for pasting
     out = {"speeds": speeds, "trained": trained, "BASE_MB": base, "PASS_SHARE": share,
            "STREAM_SHARE": stream_share}
     if trained:

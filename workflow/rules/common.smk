@@ -173,8 +173,8 @@ def train_gpu_mem_mb(wildcards, attempt):
 
 
 def train_seconds(wildcards):
-    """Predicted seconds of one train job on a core (depthlab.planner.resources; TRAINING is
-    set in train.smk)."""
+    """Predicted seconds of one train job on a core, or on its device by the speeds fitted
+    there (depthlab.planner.resources; TRAINING is set in train.smk)."""
     job = job_of(wildcards)
     return resources.train_seconds(job, TRAINING[(job.study, job.arm)])
 

@@ -126,13 +126,19 @@ def device_of(job: Job) -> str:
     return "cuda" if any(c.settings.device == "cuda" for c in job.cells) else "cpu"
 
 
+def speeds_of(job: Job, device: str | None = None) -> Speeds:
+    """The constants fitted for the job's device (`device_of`, or `device` where given):
+    FITTED's, the CPU's where it has none."""
+    return FITTED.get(device or device_of(job), CPU)
+
+
 def measure_seconds(job: Job, copied: Collection[str] = (), device: str | None = None
                     ) -> float:
     """Predicted seconds of a measure job, whose cells labelled in `copied` are copied from
     another job's shard (they cost nothing but reading it): on a core of its own (one thread),
     or on its device (`device_of`, or `device` where given) by that device's fitted constants
     (FITTED; the CPU's where it has none)."""
-    terms, k = measure_terms(job, copied), FITTED.get(device or device_of(job), CPU)
+    terms, k = measure_terms(job, copied), speeds_of(job, device)
     return (k.startup_s + terms["flops"] / k.flops_per_s + terms["elements"]
             * k.probe_s_per_element + terms["drawn"] * k.draw_s_per_number
             + terms["calls"] * k.call_s)
@@ -219,7 +225,7 @@ def train_seconds(job: Job, ts, device: str | None = None) -> float:
     """Predicted seconds of a train job (ts: its arm's TrainSettings) on a core of its own, or
     its wall seconds on a GPU, by the constants fitted for its device (`device_of`, or `device`
     where given; FITTED, the CPU's where it has none)."""
-    k = FITTED.get(device or device_of(job), CPU)
+    k = speeds_of(job, device)
     flops = sum(cost.training_flops(c.settings, ts) for c in job.cells)
     return (k.startup_s + flops / k.train_flops_per_s
             + layer_steps(job, ts) * k.train_s_per_layer_step)
