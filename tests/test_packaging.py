@@ -84,6 +84,7 @@ def test_gpu_wheels_take_every_pin_of_the_cuda_lock():
     from benchmarks.wheels import pins as wheel_pins
 
     found = dict(line.split("==") for line in wheel_pins(ROOT / LOCKS[1]))
+    assert found  # an empty lock would read as equal
     assert {canonicalize_name(n): v for n, v in found.items()} == {
         name: version for name, (version, _) in locked(LOCKS[1]).items()}
 
