@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -15,14 +16,21 @@ import yaml
 from conftest import DELETE, ROOT, edited, run_snakemake, tiny_targets
 
 from depthlab.claims.bands import simultaneous_interval
-from depthlab.claims.ledger import joint_miss_p, ledger, q_values
+from depthlab.claims.evidence import benjamini_hochberg, members_p, region_p
+from depthlab.claims.identification import joint_miss_p
+from depthlab.claims.ledger import ledger
+from depthlab.claims.merge import merge_runs
 from depthlab.claims.outcomes import GRADED, OUTCOMES, UNINFORMATIVE
+from depthlab.claims.protocol import load_frozen, next_pool, rules_fingerprint
 from depthlab.claims.publish import (
+    outcomes_in,
     replication,
     results_doc,
     summary_line,
     to_html,
     to_markdown,
+    transitions,
+    verdict_table,
 )
 from depthlab.claims.schema import (
     ClaimsError,
@@ -40,8 +48,8 @@ SEEDS = [0, 1, 2, 3, 4, 5]
 
 # a valid entry; each bad case below edits one key
 ENTRY = {
-    "id": "stack96.grad_ratio.pre.L96", "note": "stack96", "claim": "Pre-LN's 2.89",
-    "kind": "quantitative", "documented": 2.89, "statistic": "median", "reference": 1,
+    "id": "stack96.grad_ratio.pre.L96", "note": "stack96", "claim": "Pre-LN's 2.87",
+    "kind": "quantitative", "documented": 2.87, "statistic": "median", "reference": 1,
     "measure": {"fit": "stack96",
                 "rows": {"r": {"quantity": "grad_ratio", "placement": "pre", "depth": 96}}},
     "tolerance": {"half_unit": 0.05, "reason": "printed to one decimal"},
@@ -78,24 +86,32 @@ def test_the_claims_file_validates_covers_the_four_notes_in_note_order():
 
 def test_a_rule_cannot_change_without_a_changelog_entry():
     """The last changelog entry carries the fingerprint of every entry's rules (kind, documented
-    value, statistic, measurement, tolerance, readings, source), the notes' stated settings, the
-    identification of readings and the ledger's code: editing any of them without recording the
-    change (date, what, why, whether a result had been seen) and its new fingerprint fails."""
+    value, statistic, measurement, tolerance, readings, source), the notes' stated settings,
+    domains and open settings, the fits' rules, the protocol's frozen choices and the code of the
+    verdicts and estimators: editing any of them without recording the change (date, what,
+    why, whether a result had been seen) and its new fingerprint fails."""
     data = read_claims_file(CLAIMS)
-    entries = check_claims(data)
+    claims = load_claims(CLAIMS)
     last = data["changelog"][-1]
     assert {"date", "change", "why", "results_seen", "fingerprint"} <= set(last)
-    now = fingerprint(entries, data["notes"], data["identify"], data["fits"])
+    frozen = load_frozen(ROOT / "config/frozen.yaml", claims)
+    now = rules_fingerprint(claims, frozen)
     assert last["fingerprint"] == now, (
-        "a rule of config/claims.yaml or the ledger's code changed: add a changelog entry "
-        f"(date, change, why, results_seen) with fingerprint: {now}")
+        "a rule of config/claims.yaml, the frozen choices or the verdicts' code changed: add a "
+        f"changelog entry (date, change, why, results_seen) with fingerprint: {now}")
+    entries, notes, fits_ = claims["claims"], claims["notes"], claims["fits"]
+    base = fingerprint(entries, notes, fits_)
     edited_entries = copy.deepcopy(entries)
     edited_entries[0]["tolerance"] = {**edited_entries[0]["tolerance"], "reason": "x"}
-    assert fingerprint(edited_entries, data["notes"], data["identify"], data["fits"]) != now
-    notes = {**data["notes"], "stack96": {**data["notes"]["stack96"], "seeds": 5}}
-    assert fingerprint(entries, notes, data["identify"], data["fits"]) != now
-    fewer = {**data["fits"], "training": {**data["fits"]["training"], "seeds": 2}}
-    assert fingerprint(entries, data["notes"], data["identify"], fewer) != now
+    assert fingerprint(edited_entries, notes, fits_) != base
+    fewer = {**notes, "stack96": {**notes["stack96"], "seeds": 5}}
+    assert fingerprint(entries, fewer, fits_) != base
+    other = copy.deepcopy(notes)
+    other["stack96"]["readings"][0]["primary"] = "cross-entropy"
+    assert fingerprint(entries, other, fits_) != base
+    fewer = {**fits_, "training": {**fits_["training"], "seeds": 2}}
+    assert fingerprint(entries, notes, fewer) != base
+    assert fingerprint(entries, notes, fits_, {"readings": {}, "pool": 2000}) != base
 
 
 def with_edit(path: tuple, value) -> dict:
@@ -138,15 +154,18 @@ BAD = [
     ("domain_without_reason", ("domain",), {"depth": 96}, ["domain: missing key 'reason'"]),
     ("domain_of_a_fraction", ("domain",), {"depth": 9.5, "reason": "r"},
      ["domain.depth=9.5", "positive integer"]),
-    ("asymptote_of_a_later_entry", ("asymptote_of",), "later.one", ["asymptote_of='later.one'"]),
+    ("extends_a_later_entry", ("extends",), "later.one", ["extends='later.one'"]),
 ]
+
+
+A_NOTE = {"title": "t", "source": "sample", "domain": {"seeds": 6, "reason": "r"}}
 
 
 @pytest.mark.parametrize("case, path, value, fragments", BAD, ids=[b[0] for b in BAD])
 def test_a_bad_entry_is_rejected_naming_id_and_key(case, path, value, fragments):
     entry = with_edit(path, value)
     with pytest.raises(ClaimsError) as err:
-        check_claims({"claims": [entry]})
+        check_claims({"claims": [entry], "notes": {"stack96": A_NOTE}})
     message = str(err.value)
     assert "\n" not in message
     for fragment in fragments:
@@ -200,7 +219,8 @@ def graded(fit=None, notes=None, settings=None, fit_rules=None, **changes) -> di
 
 @pytest.mark.parametrize("documented, expected", [
     (2.86, "supported"),  # inside the band of a 6-seed median
-    (2.92, "supported"),  # outside our 36-seed interval (about +-0.04), inside the band
+    (2.84, "supported"),  # 2.79-2.89: outside our 36-seed interval's upper half, in the band
+    (2.92, "inconclusive"),  # 2.87-2.97: across the band's upper edge (2.935)
     (3.05, "contradicted"),  # outside the band
     (2.60, "contradicted"),
 ])
@@ -267,12 +287,21 @@ def test_a_pool_smaller_than_the_note_s_seeds_or_other_settings_are_not_comparab
     assert result["verdict"] == "not comparable: d_model 64, note 128"
     same = {"stack96": {"grad": {"d_model": 128}}}
     assert graded(fits(row(values=POOL, arm="grad")), settings=same)["outcome"] == "supported"
-    # the note's stated settings are its own measurements': an entry graded on another study
-    # (a training-time claim on the training study) is not held to them
+    # the note's stated settings are those of its measurements at init, checked on every row
+    # read at init whatever study holds it; a trained study is judged by its own rule
     other = {"training": pd.DataFrame([row(values=POOL, arm="grad")])}
     result = graded(other, settings={"training": settings["stack96"]},
                     measure={**ENTRY["measure"], "fit": "training"})
-    assert result["outcome"] == "supported"
+    assert result["verdict"] == "not comparable: d_model 64, note 128"
+    result = graded(other, settings={"training": settings["stack96"]},
+                    measure={**ENTRY["measure"], "fit": "training"},
+                    fit_rules={"training": {"seeds": 6, "run": "r", "scale": "L = 2"}})
+    assert result["outcome"] == "supported" and result["notes"] == "trained at L = 2"
+    # a row that names a setting itself (a contrast) chooses it
+    named = {**ENTRY["measure"], "rows": {"r": {**ENTRY["measure"]["rows"]["r"], "arm": "grad",
+                                                "d_model": 64}}}
+    with_column = fits(row(values=POOL, arm="grad", d_model=64))
+    assert graded(with_column, settings=settings, measure=named)["outcome"] == "supported"
 
 
 def test_a_fit_with_fewer_seeds_than_the_claims_file_asks_is_not_graded():
@@ -374,32 +403,42 @@ def with_reading(values, label="cross-entropy", setting="loss") -> list:
     return [{"setting": setting, "label": label, "rows": {"r": {"arm": "sens"}}}]
 
 
+def loss_notes(by: list | None = None) -> dict:
+    """NOTES with stack96's loss an open setting: MSE (arm grad, the primary) or cross-entropy
+    (arm sens), identified by the entries `by`."""
+    reading = {"setting": "loss", "primary": "MSE", "why": "w",
+               "labels": {"MSE": {}, "cross-entropy": {"arm": {"grad": "sens"}}},
+               **({"by": by} if by else {})}
+    return {**NOTES, "stack96": {**NOTES["stack96"], "readings": [reading]}}
+
+
 def test_depends_on_only_when_two_allowed_readings_disagree():
-    """A reading the note's own numbers exclude is sensitivity; one they allow and that
-    disagrees makes the claim inconclusive ('depends on')."""
+    """A note's open setting varies every entry that reads its rows. A reading the note's own
+    numbers exclude is sensitivity; one they allow and that disagrees makes the claim
+    inconclusive ('depends on'); the numbers that identify the reading are graded too."""
     far = 3.6 + 0.1 * np.random.default_rng(5).standard_normal(36)
     fit = fits(row(values=POOL, arm="grad"), row(values=far, arm="sens"))
-    entry = {**copy.deepcopy(ENTRY), "readings": with_reading(far)}
+    entry = copy.deepcopy(ENTRY)
     entry["measure"]["rows"]["r"]["arm"] = "grad"
     other = {**copy.deepcopy(entry), "id": "other", "documented": 3.6}
-    claims = {"claims": [entry, other], "notes": NOTES}
-    table, _ = ledger(claims, fit)
+    table, _ = ledger({"claims": [entry, other], "notes": loss_notes()}, fit)
     # not identified: both readings allowed, the two entries depend on the loss
     assert set(table["outcome"]) == {"inconclusive"}
     assert table["verdict"].iloc[0] == ("inconclusive: depends on loss (supported at the "
                                         "primary reading)")
-    # identified by the first entry (the note's 2.89 excludes cross-entropy): sensitivity; the
-    # number that identified the reading is not graded again
-    claims["identify"] = [{"note": "stack96", "setting": "loss", "primary": "MSE",
-                           "by": [ENTRY["id"]], "why": "w"}]
-    table, readings = ledger(claims, fit)
-    assert table["outcome"].iloc[0] == "identifies a reading"
-    assert table["verdict"].iloc[0] == ("identifies a reading (loss): supported at the reading "
-                                        "graded, not graded again")
+    # identified by the first entry (the note's 2.87 excludes cross-entropy): sensitivity; the
+    # number that identified the reading is graded at it like every other entry
+    table, readings = ledger({"claims": [entry, other], "notes": loss_notes([entry["id"]])},
+                             fit)
+    assert list(table["outcome"]) == ["supported", "contradicted"]
     assert "reading excluded by the note's numbers" in table["sensitivity"].iloc[0]
-    assert table["outcome"].iloc[1] == "contradicted"
     assert readings.set_index("label").loc["cross-entropy", "excluded"]
     assert not readings.set_index("label").loc["MSE", "excluded"]
+    # a frozen choice is used as it is, whatever this run's numbers identify
+    frozen = {("stack96", "loss", "MSE"): "excluded by the exploratory run (w)"}
+    table, _ = ledger({"claims": [entry, other], "notes": loss_notes([entry["id"]])}, fit,
+                      frozen=frozen)
+    assert table["verdict"].iloc[1].startswith("supported at loss = cross-entropy")
 
 
 def test_an_experiment_is_listed_beside_the_verdict_not_as_a_reading():
@@ -482,10 +521,12 @@ def test_a_misconfigured_entry_raises_instead_of_grading():
               "value": "avg(late(a))"}
     with pytest.raises(ClaimsError, match=r"shape \(\), not one per seed \(36\)"):
         graded(fits(row(values=POOL), row(values=POOL, depth=6)), measure=series)
-    # the note's own arithmetic that does not hold is an error of the entry
-    with pytest.raises(ClaimsError, match="arithmetic gives 9.79796"):
-        graded(kind="arithmetic", documented=9.7, measure={"value": "sqrt(96)"},
-               tolerance={"half_unit": 0.005, "reason": "r"})
+    # the note's own arithmetic that does not hold is a contradiction of the note (theory096's
+    # "a fifth" at k = 24 by its own omega_k), with the value the arithmetic gives
+    wrong = graded(kind="arithmetic", documented=9.7, measure={"value": "sqrt(96)"},
+                   tolerance={"half_unit": 0.005, "reason": "r"})
+    assert wrong["outcome"] == "contradicted"
+    assert wrong["verdict"] == "contradicted: the arithmetic gives 9.798, not 9.7 ± 0.005"
 
 
 def test_markdown_html_and_results_doc_list_every_entry_with_counts():
@@ -622,14 +663,10 @@ def identified(documented_first: float) -> pd.DataFrame:
     about 3.6); the first entry's number identifies the loss."""
     far = 3.6 + 0.1 * np.random.default_rng(5).standard_normal(36)
     fit = fits(row(values=POOL, arm="grad"), row(values=far, arm="sens"))
-    first = {**copy.deepcopy(ENTRY), "documented": documented_first,
-             "readings": with_reading(far)}
+    first = {**copy.deepcopy(ENTRY), "documented": documented_first}
     first["measure"]["rows"]["r"]["arm"] = "grad"
     second = {**copy.deepcopy(first), "id": "second", "documented": 3.6}
-    claims = {"claims": [first, second], "notes": NOTES,
-              "identify": [{"note": "stack96", "setting": "loss", "primary": "MSE",
-                            "by": [first["id"]], "why": "w"}]}
-    table, _ = ledger(claims, fit)
+    table, _ = ledger({"claims": [first, second], "notes": loss_notes([first["id"]])}, fit)
     return table.set_index("id")
 
 
@@ -642,6 +679,8 @@ def test_an_excluded_primary_reading_is_not_graded_the_allowed_one_is():
     assert second["measured"] > 3.4  # the allowed reading's measurement, not the primary's
     assert second["sensitivity"].startswith("the primary cell: loss = MSE: ")
     assert "depends on" not in second["verdict"]
+    # the identifying number itself is graded at the reading it allows
+    assert table.loc[ENTRY["id"], "verdict"].startswith("supported at loss = cross-entropy")
     # a note's number that excludes every reading: its setting could not be identified
     table = identified(5.0)
     assert table.loc["second", "outcome"] == "not comparable"
@@ -667,7 +706,8 @@ def test_a_conditional_theorem_is_graded_under_its_premise():
                                                       "rows": {"r": {"nosuch": 1}}}]}],
                 "notes": NOTES}, fit)
     result = ledger({"claims": [missing], "notes": NOTES}, fit)[0].iloc[0]
-    assert result["outcome"] == "not comparable" and "not in this grid" in result["verdict"]
+    assert result["outcome"] == "not measured"
+    assert result["verdict"].startswith("not measured under the note's premise")
 
 
 def test_assumptions_and_one_rate_comparisons_are_measured_not_counted():
@@ -687,26 +727,62 @@ def test_assumptions_and_one_rate_comparisons_are_measured_not_counted():
 
 def test_q_values_are_benjamini_hochberg_s():
     # hand-computed: p sorted 0.01, 0.02, 0.03, 0.5 (m = 4): 0.04, 0.04, 0.04, 0.5
-    q = q_values(np.array([0.03, np.nan, 0.5, 0.01, 0.02]))
+    q = benjamini_hochberg(np.array([0.03, np.nan, 0.5, 0.01, 0.02]))
     assert np.isnan(q[1])
     np.testing.assert_allclose(q[[3, 4, 0, 2]], [0.04, 0.04, 0.04, 0.5])
 
 
-def test_every_graded_number_carries_band_sigma_p_and_q():
+def test_the_p_values_test_the_hypothesis_graded():
+    """p_against tests 'the note is right' (the estimate inside the claim's region), p_for 'the
+    note is wrong' (TOST of the region's edges), on Student's t with n - 1 degrees of freedom;
+    the expected values come from scipy's t directly."""
+    from scipy import stats
+
+    t = stats.t.ppf(0.975, 5)
+    # an estimate 1.0 with se 0.1 (interval 1 +- t se), region [1.2, inf): 2 se short of it
+    against, found = region_p(1.0, 1.0 - 0.1 * t, 1.0 + 0.1 * t, 1.2, np.inf, 5)
+    assert against == pytest.approx(stats.t.sf(2.0, 5))
+    assert found == pytest.approx(stats.t.cdf(2.0, 5))  # "theta <= 1.2" is not rejected
+    # inside the region [0.5, 1.3]: nothing against; TOST's larger one-sided p for
+    against, found = region_p(1.0, 1.0 - 0.1 * t, 1.0 + 0.1 * t, 0.5, 1.3, 5)
+    assert against == 1.0
+    assert found == pytest.approx(max(stats.t.sf(5.0, 5), stats.t.sf(3.0, 5)))
+    # every member must hold: the largest p_for; any may fail: Bonferroni's smallest p_against
+    assert members_p([(1.0, 0.01), (0.02, 0.5)]) == (pytest.approx(0.04), 0.5)
+
+
+def test_every_graded_number_carries_its_p_and_q_and_the_gate_counts_only_what_survives():
     edge = graded(documented=3.4)  # far outside the band: many band-sigmas above its centre
     assert edge["outcome"] == "contradicted" and edge["band_sigma"] > 1.96
-    assert edge["p_value"] < 0.05 and edge["q_value"] == pytest.approx(edge["p_value"])
+    assert edge["p_against"] < 1e-3 and edge["q_against"] == pytest.approx(edge["p_against"])
     inside = graded(documented=2.86)
-    assert abs(inside["band_sigma"]) < 1.0 and inside["p_value"] > 0.3
-    # a contradiction that does not survive the ledger's multiplicity control says so
+    assert inside["outcome"] == "supported" and abs(inside["band_sigma"]) < 1.0
+    assert inside["p_against"] > 0.3
+    assert inside["p_for"] < 1e-3  # the band excludes the reversing value 1 by far
+    # a contradiction just outside the band, among many right numbers of the same note, is
+    # not counted (q against > 0.05 within the note): inconclusive, and says why
     weak = {**copy.deepcopy(ENTRY), "documented": inside["band_hi"] + 0.006,
             "tolerance": {"half_unit": 0.005, "reason": "printed to 3 digits"}}
     many = [weak] + [{**copy.deepcopy(ENTRY), "id": f"e{i}", "documented": 2.86}
                      for i in range(30)]
     table = ledger({"claims": many, "notes": NOTES}, fits())[0].set_index("id")
     row_ = table.loc[ENTRY["id"]]
-    assert row_["outcome"] == "contradicted" and row_["q_value"] > 0.05
-    assert "> 0.05 across the ledger's tests" in row_["notes"]
+    assert row_["outcome_rule"] == "contradicted" and row_["q_against"] > 0.05
+    assert row_["outcome"] == "inconclusive"
+    assert row_["verdict"].endswith("among the stack96 note's graded rows")
+    # a support whose test does not survive either: one direction barely above 0 among nine
+    # inconclusive ones of its note
+    barely = 0.3 + 0.1 * np.random.default_rng(8).standard_normal(36)
+    near = [row("x", barely + 0.1 * i, depth=i) for i in range(10)]
+    entries = [{**copy.deepcopy(ENTRY), "id": f"d{i}", "kind": "directional",
+                "documented": {"above": 0.3 + 0.1 * i if i else 0.25}, "statistic": "mean",
+                "reference": None, "tolerance": {"reason": "r"},
+                "measure": {"fit": "stack96", "rows": {"r": {"quantity": "x", "depth": i}}}}
+               for i in range(10)]
+    table = ledger({"claims": entries, "notes": NOTES}, fits(*near))[0].set_index("id")
+    assert table.loc["d0", "outcome_rule"] == "supported"
+    assert table.loc["d0", "q_for"] > 0.05 and table.loc["d0", "outcome"] == "inconclusive"
+    assert (table["outcome_rule"].iloc[1:] == "inconclusive").all()
 
 
 def test_a_curve_s_band_is_simultaneous_and_covers_the_mean_curve():
@@ -757,34 +833,44 @@ def test_the_fixes_papers_are_not_graded_on_the_tiny_fixes_grid(tiny_fixes_run):
     assert not table["outcome"].isin([*GRADED, UNINFORMATIVE]).any()
 
 
-def test_the_confirmatory_config_is_the_default_on_fresh_seeds():
-    """config/confirm.yaml merged onto the defaults: the default config's init-time studies,
-    every setting the same but the seeds (offset + 1000), in its own named run."""
-    default = yaml.safe_load((ROOT / "config/config.yaml").read_text())
-    confirm = config_of(ROOT, "config/confirm.yaml")
-    assert confirm.pop("run") == {"name": "confirm"}
-    del default["studies"]["training"]
-
-    def offsets(node, path=()):
-        if isinstance(node, dict):
-            for key, value in node.items():
-                if key == "seed_offset":
-                    yield path, value
-                yield from offsets(value, (*path, key))
-
-    fresh = dict(offsets(confirm))
-    assert fresh and all(v >= 1000 for v in fresh.values())
-    assert {p: v - 1000 for p, v in fresh.items()} == dict(offsets(default))
-
-    def without_offsets(node):
-        if isinstance(node, dict):
-            return {k: without_offsets(v) for k, v in node.items() if k != "seed_offset"}
-        return node
-
-    assert without_offsets(confirm) == without_offsets(default)
+def _offsets(node, path=()):
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "seed_offset":
+                yield path, value
+            yield from _offsets(value, (*path, key))
 
 
-def test_results_doc_sets_the_confirmatory_outcome_beside_each_entry():
+def _without(node, keys=("seed_offset",)):
+    if isinstance(node, dict):
+        return {k: _without(v, keys) for k, v in node.items() if k not in keys}
+    return node
+
+
+@pytest.mark.parametrize("confirm, documented", [
+    ("config/confirm.yaml", ("config/training_seeds.yaml",)),
+    ("config/confirm_scale.yaml", ("config/scale.yaml",)),
+])
+def test_each_confirmatory_config_is_its_documented_run_on_the_frozen_pool(confirm, documented):
+    """A confirmatory config merged onto its base: the documented run it confirms, every setting
+    the same but the seeds (each offset moved by the protocol's pool, above every seed the
+    documented configs draw and every pool spent), in its own named run, graded as
+    confirmatory."""
+    frozen = yaml.safe_load((ROOT / "config/frozen.yaml").read_text())
+    pool = frozen.get("pool") or next_pool(frozen["history"])
+    assert pool > max(h["pool"] for h in frozen["history"] if h["graded"])
+    fresh = config_of(ROOT, confirm)
+    known = config_of(ROOT, *documented)
+    assert fresh.pop("protocol") == {"stage": "confirmatory"}
+    assert fresh.pop("run")["name"] == Path(confirm).stem
+    known.pop("run", None)
+    moved = dict(_offsets(fresh))
+    assert moved and {p: v - pool for p, v in moved.items()} == dict(_offsets(known))
+    assert all(0 <= v < pool for v in dict(_offsets(known)).values())
+    assert _without(fresh) == _without(known)
+
+
+def test_results_doc_heads_with_the_confirmatory_run_the_exploratory_beside():
     entries = [ENTRY, {**ENTRY, "id": "far", "documented": 3.4}]
     explore, readings = ledger({"claims": entries, "notes": NOTES}, fits())
     fresh = 2.9 + 0.1 * np.random.default_rng(1000).standard_normal(36)
@@ -794,9 +880,43 @@ def test_results_doc_sets_the_confirmatory_outcome_beside_each_entry():
     table = replication(explore, confirm).set_index("note")
     assert table.loc["stack96", "graded (exploratory)"] == 2
     assert table.loc["stack96", "same outcome"] == 1
-    doc = results_doc(explore, readings, "rules", "a test", confirm)
-    assert "Confirmatory run: inconclusive." in doc and "## The confirmatory run" in doc
-    assert "Not run with this ledger" in results_doc(explore, readings, "rules", "a test")
+    moves = transitions(explore, confirm).set_index("exploratory \\ confirmatory")
+    assert moves.loc["contradicted", "inconclusive"] == 1
+    assert moves.loc["supported", "supported"] == 1
+    assert moves.to_numpy().sum() == 2
+    doc = results_doc(explore, readings, "rules", "a test", confirm, "abc")
+    assert "## Counts (confirmatory: seeds never seen)" in doc
+    assert "Graded at the freeze abc: 1 supported, 0 contradicted, 1 inconclusive" in doc
+    assert "Exploratory run: contradicted." in doc and "Exploratory run: the same." in doc
+    assert outcomes_in(doc) == {ENTRY["id"]: "supported", "far": "inconclusive"}
+    alone = results_doc(explore, readings, "rules", "a test")
+    assert "no confirmatory run at this freeze yet" in alone
+    assert outcomes_in(alone) == {ENTRY["id"]: "supported", "far": "contradicted"}
+    # FIXES.md's and SCALE.md's tables read the same rows: the documents agree entry by entry
+    assert outcomes_in(verdict_table(confirm, explore)) == outcomes_in(doc)
+
+
+def test_ledgers_graded_under_other_rules_are_not_merged():
+    table, _ = ledger({"claims": [ENTRY], "notes": NOTES}, fits())
+    same = merge_runs({"default": table.assign(fingerprint="a"),
+                       "scale": table.assign(fingerprint="a")})
+    assert list(same["run"]) == ["default"]
+    with pytest.raises(ValueError, match=r"different rules \(default: a, scale: b\)"):
+        merge_runs({"default": table.assign(fingerprint="a"),
+                    "scale": table.assign(fingerprint="b")})
+
+
+def test_the_generated_documents_agree_entry_by_entry():
+    """docs/RESULTS.md, docs/FIXES.md and docs/SCALE.md come from one merged ledger: every
+    entry two of them list has the same outcome in both."""
+    found = {name: outcomes_in((ROOT / "docs" / name).read_text())
+             for name in ("RESULTS.md", "FIXES.md", "SCALE.md")}
+    assert len(found["RESULTS.md"]) >= 150
+    assert found["FIXES.md"] and found["SCALE.md"]
+    for name in ("FIXES.md", "SCALE.md"):
+        differ = {i: (o, found["RESULTS.md"].get(i)) for i, o in found[name].items()
+                  if found["RESULTS.md"].get(i) != o}
+        assert not differ, f"{name} and RESULTS.md disagree: {differ}"
 
 
 def test_the_joint_identification_keeps_the_numbers_dependence():
@@ -817,3 +937,18 @@ def test_the_joint_identification_keeps_the_numbers_dependence():
     assert joint_miss_p(same, 0) == 1.0
     assert np.isnan(joint_miss_p([(median_of(pools[0]), 6, 36), (median_of(pools[1]), 6, 24)],
                                  1))  # no common pool: the binomial rule instead
+
+
+def test_the_fixes_theory096_names_rearrange_rather_than_remove():
+    """theory096: "the fixes in the literature are rearrangements rather than removals —
+    sandwich and peri-layernorm placements, and this paper's own two streams". Each keeps a
+    residual path (the stream telescopes or is carried) and at least Pre-LN's LayerNorms."""
+    from depthlab.vocabulary.placements import PLACEMENTS
+
+    pre = PLACEMENTS["pre"]
+    for name in ("sandwich", "peri", "resi_dual"):
+        fix = PLACEMENTS[name]
+        assert fix.residual, name
+        assert len(fix.norms) >= len(pre.norms), name
+        assert fix.final_norm, name
+    assert PLACEMENTS["resi_dual"].carry  # its second stream

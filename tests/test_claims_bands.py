@@ -241,7 +241,8 @@ W = outcomes.UNINFORMATIVE  # too wide to tell
 @pytest.mark.parametrize("value, h, lo, hi, reference, expected", [
     (2.89, 0.05, 2.79, 3.12, 1, S),  # inside the band, 1 far outside it
     (2.89, 0.005, 2.95, 3.12, 1, C),  # outside the band
-    (2.94, 0.05, 2.95, 3.12, 1, S),  # within the note's precision of the band
+    (2.94, 0.05, 2.95, 3.12, 1, U),  # its precision crosses the band's edge: not inside
+    (3.00, 0.05, 2.95, 3.12, 1, S),  # its precision inside the band
     (0.773, 0.05, 0.47, 1.10, 1, U),  # inside, but the band holds 1 (no tilt)
     (0.773, 0.05, 0.47, 1.10, None, S),
     (0.031, 0.0005, 0.05, 0.30, 1, C),

@@ -1,5 +1,6 @@
-"""One verdict per sentence across the documented runs: docs/RESULTS.md
-merges the default, fixes and scale runs' ledgers (depthlab.claims.merge)."""
+"""One verdict per sentence across the documented runs: docs/RESULTS.md merges the default,
+fixes and scale runs' ledgers (depthlab.claims.merge); another estimator of a sentence (an
+asymptote at scale) is listed beside its verdict, never the verdict."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from depthlab.claims.ledger import counts, ledger, multiplicity
+from depthlab.claims.evidence import gate
+from depthlab.claims.ledger import counts, ledger
 from depthlab.claims.merge import merge_runs
 
 NOTES = {"stack96": {"title": "t", "seeds": 6, "source": "sample"},
@@ -21,7 +23,7 @@ RATE = {"id": "theory096.title.rate", "note": "theory096", "claim": "decays as 1
 AGAIN = {"id": "theory096.title.again", "note": "theory096", "claim": "as 1/sqrt(k)",
          "kind": "quantitative", "restates": "theory096.title.rate"}
 AT_SCALE = {**copy.deepcopy(RATE), "id": "theory096.title.rate.at_scale",
-            "asymptote_of": "theory096.title.rate",
+            "extends": "theory096.title.rate",
             "measure": {"fit": "scale", "rows": {"r": {"quantity": "rate"}}}}
 OTHER = {**copy.deepcopy(RATE), "id": "theory096.other", "documented": -0.3}
 CLAIMS = {"claims": [RATE, AGAIN, AT_SCALE, OTHER], "notes": NOTES}
@@ -38,8 +40,8 @@ def fit(centre: float) -> pd.DataFrame:
 def runs() -> dict[str, pd.DataFrame]:
     """The default run measures theory096 at finite depth (-0.3: the rate contradicted, the
     other entry supported), the scale run only the at-scale rate (-0.5)."""
-    return {"default": ledger(CLAIMS, {"theory096": fit(-0.3)})[0],
-            "scale": ledger(CLAIMS, {"scale": fit(-0.5)})[0]}
+    return {name: ledger(CLAIMS, fits)[0].assign(fingerprint="f") for name, fits in (
+        ("default", {"theory096": fit(-0.3)}), ("scale", {"scale": fit(-0.5)}))}
 
 
 def test_each_entry_comes_from_the_run_that_measures_it():
@@ -48,29 +50,21 @@ def test_each_entry_comes_from_the_run_that_measures_it():
     assert merged.loc["theory096.other", "run"] == "default"
     assert merged.loc["theory096.other", "outcome"] == "supported"
     assert merged.loc["theory096.title.rate.at_scale", "run"] == "scale"
-    assert merged.loc["theory096.title.rate.at_scale", "outcome"] == "supported"
 
 
-def test_an_asymptotic_sentence_is_decided_at_scale_the_finite_depth_described():
-    default = runs()["default"].set_index("id")
-    assert default.loc["theory096.title.rate", "outcome"] == "contradicted"  # at finite depth
+def test_an_asymptote_is_listed_beside_the_verdict_never_the_verdict():
+    """The note's estimator at the note's depth decides the sentence; the at-scale estimator is
+    measured, its outcome shown, and not counted."""
     merged = merge_runs(runs()).set_index("id")
     finite = merged.loc["theory096.title.rate"]
-    assert finite["restates"] == "theory096.title.rate.at_scale"
-    assert finite["outcome"] == "supported" and finite["claim"] == RATE["claim"]
-    assert "at finite depth (default run)" in finite["notes"]
-    assert "contradicted" in finite["notes"]
-    assert merged.loc["theory096.title.again", "outcome"] == "supported"
-    # one counted verdict for the sentence: the at-scale one
+    assert finite["outcome"] == "contradicted" and finite["restates"] == ""
+    scale = merged.loc["theory096.title.rate.at_scale"]
+    assert scale["outcome"] == "not counted"
+    assert scale["verdict"].startswith("not counted (another estimator of theory096.title.rate"
+                                       ", beside its verdict): supported")
+    assert merged.loc["theory096.title.again", "outcome"] == "contradicted"
     c = counts(merged.reset_index(drop=True), primary_only=True)
-    assert (c["supported"], c["contradicted"]) == (2, 0)
-
-
-def test_without_the_scale_run_the_finite_depth_entry_decides():
-    merged = merge_runs({"default": runs()["default"]}).set_index("id")
-    assert merged.loc["theory096.title.rate", "outcome"] == "contradicted"
-    assert merged.loc["theory096.title.rate.at_scale", "outcome"] == "not measured"
-    assert merged.loc["theory096.title.rate", "restates"] == ""
+    assert (c["supported"], c["contradicted"], c["not counted"]) == (1, 1, 1)
 
 
 def test_ledgers_of_other_claims_files_are_not_merged():
@@ -79,9 +73,11 @@ def test_ledgers_of_other_claims_files_are_not_merged():
         merge_runs({"default": runs()["default"], "scale": other})
 
 
-def test_multiplicity_applied_again_does_not_repeat_its_note():
-    table = runs()["default"].copy()
-    table.loc[0, ["outcome", "band_sigma"]] = ["contradicted", 0.5]
-    once = multiplicity(table)
-    assert once.loc[0, "notes"].count("across the ledger's tests") == 1
-    assert multiplicity(once)["notes"].tolist() == once["notes"].tolist()
+def test_the_gate_applied_again_starts_from_the_rule_s_outcome():
+    """A merged ledger is gated anew from each row's outcome before the gate: gating twice
+    changes nothing, and a row the first gate turned inconclusive is judged again."""
+    table = runs()["default"]
+    once = gate(table)
+    twice = gate(once)
+    assert once["verdict"].tolist() == twice["verdict"].tolist()
+    assert (once["outcome_rule"] == table["outcome"]).all()

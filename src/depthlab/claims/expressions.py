@@ -78,6 +78,7 @@ FUNCTIONS = {
     "maximum": np.maximum, "minimum": np.minimum, "where": np.where, "pi": np.pi,
     "avg": lambda x: np.mean(x, axis=-1), "total": lambda x: np.sum(x, axis=-1),
     "lowest": lambda x: np.min(x, axis=-1), "highest": lambda x: np.max(x, axis=-1),
+    "middle": lambda x: np.median(x, axis=-1),
     "diff": lambda x: np.diff(x, axis=-1), "frac": lambda c: np.mean(c, axis=-1),
     "every": lambda c: np.all(c, axis=-1), "first": _first, "orders": _orders,
     "slope": _slope, "stack": lambda *xs: np.stack(xs, axis=-1),

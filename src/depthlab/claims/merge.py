@@ -1,26 +1,36 @@
 """One verdict per sentence across the documented runs (docs/claims_rules.md).
 
 The default run's ledger grades the notes' init-time and training claims; the fixes run grades
-the papers' claims and the scale run the asymptotic ones. Every run grades the same claims
-file, so each ledger has every entry, "not measured" where the run lacks its study. The merged
+the papers' claims and the scale run the depths to 1024. Every run grades the same claims file
+at the same rules, so each ledger has every entry, "not measured" where the run lacks its
+study, and the same fingerprint: ledgers graded under other rules are refused. The merged
 ledger takes each entry from the first run (in the order given, the default first) that
-measures it and names that run. A sentence graded both at finite depth and at scale
-(`asymptote_of` in the claims file) is decided at scale where the scale run graded it: the
-finite-depth entry stays as the description at the depths measured, not counted (it and its
-restatements restate the at-scale entry). Multiplicity is then recomputed across the merged
-ledger.
+measures it and names that run; the evidence (p, q and the gate) is then computed anew across
+the merged ledger (depthlab.claims.evidence).
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-from depthlab.claims.ledger import multiplicity
-from depthlab.claims.outcomes import MEASURED, NOT_MEASURED
+from depthlab.claims.evidence import gate
+from depthlab.claims.outcomes import NOT_MEASURED
 
 
 def _first_measuring(rows: list[pd.Series]) -> pd.Series:
     return next((r for r in rows if r["outcome"] != NOT_MEASURED), rows[0])
+
+
+def fingerprint_of(ledgers: dict[str, pd.DataFrame]) -> str:
+    """The one fingerprint of the rules the ledgers were graded at; ValueError naming the runs
+    where they differ."""
+    found = {name: set(table["fingerprint"]) for name, table in ledgers.items()}
+    every = set().union(*found.values())
+    if len(every) != 1:
+        shown = ", ".join(f"{name}: {'/'.join(sorted(f))}" for name, f in found.items())
+        raise ValueError(f"the ledgers were graded under different rules ({shown}): regrade "
+                         "them at one commit (snakemake claims in each run)")
+    return every.pop()
 
 
 def merge_runs(ledgers: dict[str, pd.DataFrame]) -> pd.DataFrame:
@@ -28,6 +38,7 @@ def merge_runs(ledgers: dict[str, pd.DataFrame]) -> pd.DataFrame:
     first ledger's entry order, with a `run` column naming where each row was graded."""
     if not ledgers:
         raise ValueError("merge_runs needs at least one ledger")
+    fingerprint_of(ledgers)
     names = list(ledgers)
     by_run = {name: ledgers[name].set_index("id", drop=False) for name in names}
     ids = list(ledgers[names[0]]["id"])
@@ -41,24 +52,4 @@ def merge_runs(ledgers: dict[str, pd.DataFrame]) -> pd.DataFrame:
         for name, row in zip(names, tagged, strict=True):
             row["run"] = name
         rows.append(_first_measuring(tagged))
-    return multiplicity(decide_at_scale(pd.DataFrame(rows).reset_index(drop=True)))
-
-
-def decide_at_scale(table: pd.DataFrame) -> pd.DataFrame:
-    """Each sentence with an at-scale entry that was graded (`asymptote_of`, an interval set
-    against the claim): its finite-depth entry and their restatements restate the at-scale
-    entry, whose outcome they take; the finite-depth measurement stays in `notes`."""
-    table = table.copy()
-    by_id = {r["id"]: i for i, r in table.iterrows()}
-    for _, scale in table.iterrows():
-        finite = scale["asymptote_of"]
-        if not finite or scale["restates"] or scale["outcome"] not in MEASURED:
-            continue
-        for j in [by_id[finite], *table.index[table["restates"] == finite]]:
-            row = table.loc[j]
-            described = (f"at finite depth ({row['run']} run): {row['shown']}, {row['verdict']}; "
-                         f"the sentence is decided at scale by {scale['id']}")
-            keep = {k: row[k] for k in ("id", "claim", "kind", "note")}
-            table.loc[j] = pd.Series({**scale.to_dict(), **keep, "restates": scale["id"],
-                                      "asymptote_of": "", "notes": described})
-    return table
+    return gate(pd.DataFrame(rows).reset_index(drop=True))

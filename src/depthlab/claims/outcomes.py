@@ -14,7 +14,7 @@ its edge -> inconclusive. The regions by kind:
 A number the note measured (a sample of its own seeds) is the one kind judged the other way
 round, as a draw of its statistic: the note's value +- h inside the band of that statistic ->
 supported (inconclusive where the band also holds the value that reverses the note's
-conclusion), outside -> contradicted.
+conclusion, or where value +- h crosses the band's edge), outside -> contradicted.
 
 Where the interval (or band) is wider than the deviation the sentence is about (wider than a
 region of finite width, or a band more than NOISE times the note's printed precision), an
@@ -30,9 +30,8 @@ UNINFORMATIVE = "consistent (uninformative)"  # too wide to tell: listed, never 
 BY_CONSTRUCTION = "holds by construction"
 QUESTION = "question (no claim)"  # a question the note leaves open, answered, never graded
 NOT_COUNTED = "not counted"  # an assumption, possibility or hypothesis: measured, listed
-IDENTIFIES = "identifies a reading"  # a note's number that chose a reading: not graded again
 NOT_MEASURABLE, NOT_COMPARABLE, NOT_MEASURED = "not measurable", "not comparable", "not measured"
-OUTCOMES = (SUPPORTED, CONTRADICTED, INCONCLUSIVE, UNINFORMATIVE, IDENTIFIES, NOT_COUNTED,
+OUTCOMES = (SUPPORTED, CONTRADICTED, INCONCLUSIVE, UNINFORMATIVE, NOT_COUNTED,
             BY_CONSTRUCTION, QUESTION, NOT_MEASURABLE, NOT_COMPARABLE, NOT_MEASURED)
 GRADED = (SUPPORTED, CONTRADICTED, INCONCLUSIVE)  # the outcomes counted as evidence
 MEASURED = (*GRADED, UNINFORMATIVE)  # an interval was set against the claim
@@ -57,25 +56,34 @@ def prediction(value: float, h: float, lo: float, hi: float) -> str:
 
 def sample(value: float, h: float, lo: float, hi: float, reference: float | None) -> str:
     """A number the note measured (value, printed to +- h) against the band [lo, hi] of its
-    statistic at its seed count; uninformative where the band is over NOISE x 2h wide."""
+    statistic at its seed count: [value - h, value + h] inside the band supported, disjoint
+    from it contradicted, across its edge inconclusive; uninformative where the band is over
+    NOISE x 2h wide; inconclusive where the band also holds the reversing value."""
     if value + h < lo or value - h > hi:
         return CONTRADICTED
     if h > 0 and hi - lo > NOISE * 2 * h:
         return UNINFORMATIVE
+    if value - h < lo or value + h > hi:
+        return INCONCLUSIVE
     if reference is not None and lo <= reference <= hi:
         return INCONCLUSIVE
     return SUPPORTED
 
 
+def direction_region(kind: str, x) -> tuple[float, float]:
+    """The region of a direction: above x, below x, between [a, b]."""
+    if kind == "above":
+        return x, inf
+    if kind == "below":
+        return -inf, x
+    if kind == "between":
+        return x[0], x[1]
+    raise ValueError(f"no direction {kind!r}")
+
+
 def direction(kind: str, x, lo: float, hi: float) -> str:
     """An interval [lo, hi] against a direction: above x, below x, between [a, b]."""
-    if kind == "above":
-        return region(lo, hi, x, inf)
-    if kind == "below":
-        return region(lo, hi, -inf, x)
-    if kind == "between":
-        return region(lo, hi, *x)
-    raise ValueError(f"no direction {kind!r}")
+    return region(lo, hi, *direction_region(kind, x))
 
 
 def answer(at: float, lo: float, hi: float) -> str:

@@ -4,37 +4,43 @@ the readings each note's numbers allow, and every row with its value, band and o
 from __future__ import annotations
 
 import html
+import re
 from pathlib import Path
 
 import pandas as pd
 
 from depthlab.analysis.tables import HTML_STYLE
+from depthlab.claims.evidence import FLOOR
 from depthlab.claims.ledger import counts
 from depthlab.claims.outcomes import (
     BY_CONSTRUCTION,
     GRADED,
-    IDENTIFIES,
     NOT_COUNTED,
     OUTCOMES,
     QUESTION,
     UNINFORMATIVE,
 )
-from depthlab.claims.schema import NOTES
 
 DEFAULT_RUN = "default"  # the run without a name (results/), first of a merged ledger
 
 COLUMNS = {"id": "id", "claim": "claim (the note)", "documented": "note", "shown": "measured",
-           "verdict": "outcome", "band_sigma": "band σ", "q_value": "q",
+           "verdict": "outcome", "band_sigma": "band σ", "q_against": "q against",
+           "q_for": "q for",
            "tolerance": "precision", "readings": "allowed readings",
            "sensitivity": "excluded readings (sensitivity)", "experiments": "experiments",
            "by_construction": "by construction", "notes": "notes"}
+
+
+def notes_of(table: pd.DataFrame) -> list[str]:
+    """The notes of a ledger, in entry order (the claims file's)."""
+    return list(dict.fromkeys(table["note"]))
 
 
 def count_table(table: pd.DataFrame) -> pd.DataFrame:
     """Outcome counts per note and overall (claims; all entries with restatements in
     brackets)."""
     rows = []
-    for note in [*[n for n in NOTES if n in set(table["note"])], "all"]:
+    for note in [*notes_of(table), "all"]:
         sub = table if note == "all" else table[table["note"] == note]
         every, primary = counts(sub), counts(sub, primary_only=True)
         rows.append({"note": note, **{o: f"{primary[o]} ({every[o]})" for o in OUTCOMES},
@@ -48,7 +54,8 @@ def shown(table: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     reasons = [r for r in dict.fromkeys(table["tolerance_reason"]) if r]
     frame = table[list(COLUMNS)].rename(columns=COLUMNS).copy()
     frame["band σ"] = [f"{x:+.2f}" if pd.notna(x) else "" for x in table["band_sigma"]]
-    frame["q"] = [f"{x:.2g}" if pd.notna(x) else "" for x in table["q_value"]]
+    for column in ("q against", "q for"):
+        frame[column] = [_p(x) for x in frame[column]]
     frame["precision"] = [
         f"{t} [{reasons.index(r) + 1}]" if r else t
         for t, r in zip(table["tolerance"], table["tolerance_reason"], strict=True)]
@@ -56,24 +63,33 @@ def shown(table: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     return frame[keep], reasons
 
 
+def _p(x) -> str:
+    """A p or q as printed: two figures, none below evidence.FLOOR."""
+    if pd.isna(x):
+        return ""
+    return "<1e-16" if x <= FLOOR else f"{x:.2g}"
+
+
 def _by_note(table: pd.DataFrame):
-    for note in [n for n in NOTES if n in set(table["note"])]:
+    for note in notes_of(table):
         yield note, table[table["note"] == note]
 
 
 INTRO = ("Every numeric or directional sentence of the four notes, in note order, then the "
          "claims of the fixes' papers (note 'fixes'), measured on this run's fits and graded "
-         "by the rules of depthlab.claims (docs/claims_rules.md), written down before the "
-         "results were seen. A number the note measured is compared with the band of its "
-         "statistic at its seed count; a direction or a prediction with our 95% interval. "
-         "band_sigma: the note's value (a direction's boundary) from the band's centre in "
-         "band-sigmas; q: its Benjamini-Hochberg q-value across the ledger. "
+         "by the rules of depthlab.claims (docs/claims_rules.md). A number the note measured "
+         "is compared with the band of its statistic at its seed count; a direction or a "
+         "prediction with our 95% interval. band σ: the note's value (a direction's boundary) "
+         "from the band's centre in band-sigmas; q against, q for: the Benjamini-Hochberg "
+         "q-values, within the note, of 'the note is right' and 'the note is wrong' (a "
+         "contradiction counts where the first is at most 0.05, a support where the second "
+         "is). "
          "Counts: claims that are not restatements, with all entries in brackets; "
          f"'{BY_CONSTRUCTION}' is listed, never counted as evidence.")
 
 
 # results/claims.md: one line per entry, the note's value against ours (the rest in the details)
-BRIEF = ("id", "note", "measured", "outcome", "band σ", "q")
+BRIEF = ("id", "note", "measured", "outcome", "q against", "q for")
 
 
 def to_markdown(table: pd.DataFrame, details: str = "") -> str:
@@ -139,8 +155,8 @@ def summary_line(table: pd.DataFrame) -> str:
              f"{c['not measurable']} not measurable here"]
     parts += [f"{c[o]} {what} (not counted)" for o, what in (
         (UNINFORMATIVE, "consistent but uninformative"),
-        (IDENTIFIES, "identify a reading of an open setting"),
-        (NOT_COUNTED, "assumptions, possibilities or hypotheses measured")) if c[o]]
+        (NOT_COUNTED, "assumptions, possibilities, hypotheses or other estimators measured"))
+        if c[o]]
     parts += [f"{c[o]} {o}" for o in ("not comparable", "not measured") if c[o]]
     if c[QUESTION]:
         parts.append(f"and {c[QUESTION]} open question{'s' * (c[QUESTION] > 1)} of the notes "
@@ -161,18 +177,48 @@ def ledger_news(parquet: str | Path, markdown: str, since: float) -> str:
     return f"Claims: {summary_line(pd.read_parquet(path))}. Each claim: {markdown}"
 
 
-def _row_line(r: pd.Series, confirmed: str | None = None) -> str:
+def _row_line(r: pd.Series, explored: pd.Series | None = None) -> str:
+    """One entry of docs/RESULTS.md: its outcome first (machine-readable: `outcomes_in`), the
+    note's value, ours, the verdict, the q-values, and the exploratory run's verdict beside."""
     extra = "".join(f" {label}: {r[key]}." for key, label in (
         ("readings", "Allowed readings"), ("sensitivity", "Excluded readings (sensitivity)"),
         ("experiments", "Experiments beside the verdict"),
         ("by_construction", "By construction")) if r[key])
     notes = f" ({r['notes']})" if r["notes"] else ""
-    tests = (f" [band_sigma {r['band_sigma']:+.2f}, q {r['q_value']:.2g}]"
-             if pd.notna(r.get("q_value")) and pd.notna(r.get("band_sigma")) else "")
-    again = f" Confirmatory run: {confirmed}." if confirmed else ""
+    tests = (f" [q against {_p(r['q_against'])}, q for {_p(r['q_for'])}]"
+             if pd.notna(r.get("q_against")) else "")
     where = f" ({r['run']} run)" if r.get("run", DEFAULT_RUN) != DEFAULT_RUN else ""
-    return (f"- `{r['id']}`: “{r['claim']}” — note: {r['documented']}; measured: {r['shown']}; "
-            f"**{r['verdict']}**{where}{tests}{notes}.{extra}{again}")
+    before = (f" Exploratory run: {explored['verdict']}."
+              if explored is not None and explored["verdict"] != r["verdict"] else
+              " Exploratory run: the same." if explored is not None else "")
+    return (f"- `{r['id']}` (**{r['outcome']}**): “{r['claim']}” — note: {r['documented']}; "
+            f"measured: {r['shown']}; {r['verdict']}{where}{tests}{notes}.{extra}{before}")
+
+
+LINE = re.compile(r"^- `(?P<id>[^`]+)` \(\*\*(?P<outcome>[^*]+)\*\*\)", re.M)
+CELL = re.compile(r"^\| `(?P<id>[^`]+)` \|.*?\| (?P<outcome>[^|]+?) \| [^|]* \|$", re.M)
+
+
+def outcomes_in(markdown: str) -> dict[str, str]:
+    """{id: outcome} of every entry a generated document lists (docs/RESULTS.md's lines, the
+    verdict tables of FIXES.md and SCALE.md): the documents must agree entry by entry."""
+    found = {m["id"]: m["outcome"].strip() for m in LINE.finditer(markdown)}
+    for m in CELL.finditer(markdown):
+        found.setdefault(m["id"], m["outcome"].strip())
+    return found
+
+
+def verdict_table(table: pd.DataFrame, explored: pd.DataFrame | None = None) -> str:
+    """The verdicts of some entries as a Markdown table (FIXES.md's and SCALE.md's, between
+    their markers): id, measured, outcome (the headline run's), the exploratory outcome."""
+    before = {} if explored is None else dict(zip(explored["id"], explored["outcome"],
+                                                  strict=True))
+    lines = ["| id | measured | outcome | exploratory |", "|---|---|---|---|"]
+    for _, r in table[table["restates"] == ""].iterrows():
+        measured = str(r["shown"]).split(";")[0].replace("|", "/")
+        lines.append(f"| `{r['id']}` | {measured} | {r['outcome']} | "
+                     f"{before.get(r['id'], '—')} |")
+    return "\n".join(lines)
 
 
 def readings_table(readings: pd.DataFrame) -> pd.DataFrame:
@@ -189,16 +235,29 @@ def readings_table(readings: pd.DataFrame) -> pd.DataFrame:
                   "allowed", "by"]]
 
 
-def replication(table: pd.DataFrame, confirm: pd.DataFrame) -> pd.DataFrame:
-    """Per note, how many claims graded in the exploratory run (counted outcomes, not
-    restatements) the confirmatory run grades the same, and how it grades them."""
-    both = table[["id", "note", "outcome", "restates"]].merge(
-        confirm[["id", "outcome"]], on="id", suffixes=("", "_confirm"), how="left")
-    counted = both[(both["restates"] == "") & both["outcome"].isin(GRADED)]
+def transitions(explored: pd.DataFrame, confirmed: pd.DataFrame) -> pd.DataFrame:
+    """How each claim's exploratory outcome became its confirmatory one: counts, the
+    exploratory outcome by row, the confirmatory by column (claims, not restatements)."""
+    both = explored[explored["restates"] == ""][["id", "outcome"]].merge(
+        confirmed[["id", "outcome"]], on="id", suffixes=("_explored", "_confirmed"))
+    matrix = pd.crosstab(both["outcome_explored"], both["outcome_confirmed"])
+    order = [o for o in OUTCOMES if o in matrix.index or o in matrix.columns]
+    matrix = matrix.reindex(index=order, columns=order, fill_value=0)
+    matrix.index.name = "exploratory \\ confirmatory"
+    return matrix.reset_index()
+
+
+def replication(explored: pd.DataFrame, confirmed: pd.DataFrame) -> pd.DataFrame:
+    """Per note, how many claims graded in either run (counted outcomes, not restatements) the
+    two runs grade the same, and how the confirmatory run grades them."""
+    both = explored[["id", "note", "outcome", "restates"]].merge(
+        confirmed[["id", "outcome"]], on="id", suffixes=("", "_confirm"), how="left")
+    counted = both[(both["restates"] == "") & (both["outcome"].isin(GRADED)
+                                               | both["outcome_confirm"].isin(GRADED))]
     rows = []
-    for note in [*[n for n in NOTES if n in set(counted["note"])], "all"]:
+    for note in [*notes_of(counted), "all"]:
         sub = counted if note == "all" else counted[counted["note"] == note]
-        rows.append({"note": note, "graded (exploratory)": len(sub),
+        rows.append({"note": note, "graded (exploratory)": int(sub["outcome"].isin(GRADED).sum()),
                      "graded (confirmatory)": int(sub["outcome_confirm"].isin(GRADED).sum()),
                      "same outcome": int((sub["outcome"] == sub["outcome_confirm"]).sum()),
                      **{f"{o} (confirmatory)": int((sub["outcome_confirm"] == o).sum())
@@ -206,30 +265,39 @@ def replication(table: pd.DataFrame, confirm: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def results_doc(table: pd.DataFrame, readings: pd.DataFrame, rules: str, source: str,
-                confirm: pd.DataFrame | None = None) -> str:
-    """docs/RESULTS.md: how a claim is graded (`rules`, from docs/claims_rules.md), the
-    counts, the readings each note allows, how many verdicts the confirmatory run (`confirm`,
-    its ledger) replicates, and every row by note with its value, band and both outcomes.
-    `table`: the default run's ledger, or the documented runs' merged (claims.merge), whose
-    rows name the run that graded them."""
+def results_doc(explored: pd.DataFrame, readings: pd.DataFrame, rules: str, source: str,
+                confirmed: pd.DataFrame | None = None, freeze: str = "") -> str:
+    """docs/RESULTS.md: how a claim is graded (`rules`, from docs/claims_rules.md); the
+    headline counts, from the confirmatory runs (`confirmed`, merged) where they were graded at
+    the freeze, else from the exploratory runs (`explored`, merged); the other's counts, the
+    transition matrix and the replication per note; the readings the exploratory run allowed;
+    every entry with its headline verdict and the exploratory one beside it."""
+    headline = explored if confirmed is None else confirmed
     lines = ["# Results: the claims of the four notes and of the fixes' papers, measured", "",
              f"Generated by `snakemake --cores all docs_results` from {source}; do not edit by "
-             "hand (the rules below come from `docs/claims_rules.md`).", "", rules.strip(), "",
-             "## Counts", "", summary_line(table) + ".", "",
-             count_table(table).to_markdown(index=False), "",
-             "## The readings each note's numbers allow", "",
-             readings_table(readings).to_markdown(index=False), "",
-             "## The confirmatory run", ""]
-    if confirm is None:
-        lines += ["Not run with this ledger (`snakemake --cores all --configfile "
-                  "config/confirm.yaml`, then `docs_results`).", ""]
+             "hand (the rules below come from `docs/claims_rules.md`).", "", rules.strip(), ""]
+    if confirmed is None:
+        lines += ["## Counts (exploratory: no confirmatory run at this freeze yet)", "",
+                  "The confirmatory runs (`config/confirm*.yaml`, seeds never seen) have not been "
+                  "graded at the rules below: these counts are the exploratory run's, whose seeds "
+                  "chose the readings.", "", summary_line(explored) + ".", "",
+                  count_table(explored).to_markdown(index=False), ""]
     else:
-        lines += ["The same rules on a fresh seed pool (`config/confirm.yaml`, seeds from "
-                  "1000): " + summary_line(confirm) + ".", "",
-                  replication(table, confirm).to_markdown(index=False), ""]
-    again = {} if confirm is None else dict(zip(confirm["id"], confirm["verdict"], strict=True))
-    for note, sub in _by_note(table):
+        lines += ["## Counts (confirmatory: seeds never seen)", "",
+                  f"Graded at the freeze {freeze}: " + summary_line(confirmed) + ".", "",
+                  count_table(confirmed).to_markdown(index=False), "",
+                  "### The exploratory run (the seeds that chose the readings)", "",
+                  summary_line(explored) + ".", "",
+                  count_table(explored).to_markdown(index=False), "",
+                  "### From exploration to confirmation", "",
+                  "Each claim's exploratory outcome (row) and confirmatory outcome (column):", "",
+                  transitions(explored, confirmed).to_markdown(index=False), "",
+                  replication(explored, confirmed).to_markdown(index=False), ""]
+    lines += ["## The readings each note's numbers allow (the exploratory run, frozen)", "",
+              readings_table(readings).to_markdown(index=False), ""]
+    before = None if confirmed is None else explored.set_index("id")
+    for note, sub in _by_note(headline):
         lines += [f"## {note}", ""]
-        lines += [_row_line(r, again.get(r["id"])) for _, r in sub.iterrows()] + [""]
+        lines += [_row_line(r, None if before is None else before.loc[r["id"]])
+                  for _, r in sub.iterrows()] + [""]
     return "\n".join(lines) + "\n"

@@ -3,7 +3,7 @@
 One entry per numeric or directional sentence of the notes, in note order:
 
     - id: stack96.grad_ratio.pre.L96          # unique: letters, digits, . _ -
-      note: stack96                           # NOTES
+      note: stack96                           # a note of the file's `notes:`
       claim: "Pre-LN's 2.89 starves the late ones by 2.9x"   # quoted from the note
       kind: quantitative                      # KINDS (below)
       documented: 2.89                        # by kind (below)
@@ -18,9 +18,9 @@ One entry per numeric or directional sentence of the notes, in note order:
                                               # printed digit; curve: rel (a relative band)
         reason: "..."                         # required
       readings:                               # optional: the same claim under another value of a
-        - setting: "loss"                     # setting the note leaves open, or another statistic
-          label: "cross-entropy"
-          rows: {r: {arm: sens_loss}}         # overrides of the primary rows
+        - setting: "depth"                    # setting this entry alone varies (a setting the
+          label: "192"                        # note leaves open is the note's, below)
+          rows: {r: {depth: 192}}             # overrides of the primary rows
       reference: 1                            # optional: the value that reverses the note's
                                               # conclusion (a band holding it: inconclusive)
       source: prediction                      # optional: the note's `source` (sample|prediction)
@@ -34,21 +34,23 @@ One entry per numeric or directional sentence of the notes, in note order:
                                               # placements at one learning rate): measured, listed
       domain: {depth: 96, reason: "why"}      # optional: the least depth, seeds, d_model this
                                               # entry's estimator needs, over its note's domain
-      asymptote_of: other.id                  # optional: this entry is the at-scale estimator of
-                                              # that earlier entry's sentence: where both are
-                                              # graded (docs/RESULTS.md merges the runs), this one
-                                              # decides it, the other describes the finite depth
+      extends: other.id                       # optional: another estimator of that earlier
+                                              # entry's sentence (an asymptote at scale): listed
+                                              # beside it, never its verdict, never counted
       restates: other.id                      # instead of measuring: the outcome of that entry
 
 A reading may carry `experiment: true`: a manipulation the note does not mention, listed beside
 the outcome and never a reading; or `premise: true`: the setting at which a conditional
 theorem's premise holds (theory096 at output scale 10), where the entry is graded, its primary
 reading's outcome stated beside it as outside the premise. Top level: `notes:` (each note's
-title, seeds, source, stated settings and `domain`: the least depth, seeds and d_model its
-estimators need, with the reason; a row outside it reads "not comparable"), `identify:` (which
-entries' numbers identify each open setting's reading) and `fits:` (per fit, the fewest seeds
-its rows need before an entry is graded, and the run that has them: `training: {seeds: 5, run:
-"..."}`; fewer seeds read "not comparable").
+title, seeds, source, stated settings, `domain` (the least depth, seeds and d_model its
+estimators need, with the reason; a row outside it reads "not comparable") and `readings`: the
+settings it leaves open, each with its primary label, the labels it may be read at (how each
+maps a row of the note's study: `set` columns, an `arm` map, a `quantity` map, a `statistic`),
+which rows it varies (`quantities`, `fits`, `entries`) and the note's numbers that identify it
+(`by`)); and `fits:` (per fit, the fewest seeds its rows need before an entry is graded, the
+run that has them and, for a trained study, the scale it trains at: `training: {seeds: 5, run:
+"...", scale: "..."}`; fewer seeds read "not comparable").
 
 Kinds and their `documented`:
 - quantitative: a number, or {value, ci: [lo, hi], n} when the note gives its own 95% interval
@@ -85,7 +87,6 @@ from depthlab.claims.expressions import ExpressionError, parse
 from depthlab.studies import STUDIES
 from depthlab.vocabulary.settings import ConfigError
 
-NOTES = ("varsplit", "stack96", "theory096", "monitor", "training", "fixes")
 FITS = tuple(sorted(STUDIES))  # the studies the pipeline fits
 KINDS = ("quantitative", "directional", "invariance", "curve", "arithmetic", "definition",
          "question", "not_measurable")
@@ -96,20 +97,26 @@ ROLES = ("assumption", "possibility", "hypothesis")  # measured, listed, never c
 SCALES = ("linear", "log")  # the scale a band of the note's statistic is drawn on
 ENTRY_KEYS = ("id", "note", "claim", "kind", "documented", "statistic", "measure", "tolerance",
               "readings", "reference", "restates", "why", "by_construction", "test", "source",
-              "seeds", "role", "scale", "not_comparable", "domain", "asymptote_of")
+              "seeds", "role", "scale", "not_comparable", "domain", "extends")
 ROW_EXTRA = ("along", "range")  # row-spec keys that are not fit columns
 ID = re.compile(r"^[A-Za-z0-9_.\-]+$")
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 RULE_KEYS = ("kind", "documented", "statistic", "measure", "tolerance", "readings", "restates",
              "by_construction", "test", "source", "seeds", "role", "scale", "not_comparable",
-             "domain", "asymptote_of")
-NOTE_KEYS = ("title", "seeds", "source", "settings", "domain")
+             "domain", "extends")
+NOTE_KEYS = ("title", "seeds", "source", "settings", "domain", "readings")
 DOMAIN_KEYS = ("depth", "seeds", "d_model")  # the least of each an estimator needs
-# the ledger's code: the fingerprint covers it, so a verdict rule cannot change unrecorded
-RULE_CODE = ("ledger.py", "outcomes.py", "bands.py", "expressions.py", "merge.py")
+LEAST_SEEDS = 6  # no note's domain holds fewer: a bootstrap of fewer seeds under-covers
+# a note's open setting: how each label maps the rows it varies
+READING_KEYS = ("setting", "primary", "why", "by", "labels", "quantities", "fits", "entries")
+LABEL_KEYS = ("set", "arm", "quantity", "statistic")
+# the code the verdicts come from: the fingerprint covers it (and every study's fit.py, the
+# estimators of the fit rows), so a rule cannot change unrecorded
+RULE_CODE = ("ledger.py", "outcomes.py", "bands.py", "expressions.py", "merge.py",
+             "evidence.py", "readings.py", "protocol.py", "fits.py", "schema.py")
 
 
-TOP_KEYS = ("changelog", "reasons", "shared", "notes", "identify", "fits", "claims")
+TOP_KEYS = ("changelog", "reasons", "shared", "notes", "fits", "claims")
 
 
 class ClaimsError(ConfigError):
@@ -126,6 +133,11 @@ def _number(value) -> bool:
 def _pair(value) -> bool:
     return isinstance(value, list) and len(value) == 2 and all(map(_number, value)) \
         and value[0] <= value[1]
+
+
+def _text(where: str, value) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise ClaimsError(f"{where}={value!r} must be a non-empty string")
 
 
 def _keys(where: str, node, allowed: tuple, required: tuple = ()) -> None:
@@ -176,6 +188,16 @@ def _check_documented(where: str, kind: str, doc) -> None:
             raise ClaimsError(f"{where}={doc!r}: formula must be a string, origin 0 or 1")
 
 
+def _check_spec(where: str, spec) -> None:
+    """A row selection's values: scalars, and `range` a pair."""
+    for key, value in spec.items():
+        if key == "range":
+            if not _pair(value):
+                raise ClaimsError(f"{where}.range={value!r} must be [lo, hi]")
+        elif value is not None and not isinstance(value, str | int | float):
+            raise ClaimsError(f"{where}.{key}={value!r} must be a scalar")
+
+
 def _check_rows(where: str, rows, partial: bool = False) -> None:
     if not isinstance(rows, dict) or not rows:
         raise ClaimsError(f"{where}={rows!r} must be a mapping of named row selections")
@@ -184,12 +206,7 @@ def _check_rows(where: str, rows, partial: bool = False) -> None:
             raise ClaimsError(f"{where}: row name {name!r} must be a lower-case identifier")
         if not isinstance(spec, dict) or (not partial and "quantity" not in spec):
             raise ClaimsError(f"{where}.{name}={spec!r} must be a mapping with a 'quantity'")
-        for key, value in spec.items():
-            if key == "range":
-                if not _pair(value):
-                    raise ClaimsError(f"{where}.{name}.range={value!r} must be [lo, hi]")
-            elif value is not None and not isinstance(value, str | int | float):
-                raise ClaimsError(f"{where}.{name}.{key}={value!r} must be a scalar")
+        _check_spec(f"{where}.{name}", spec)
 
 
 def _check_measure(where: str, measure, fits: tuple) -> None:
@@ -225,13 +242,18 @@ def _check_tolerance(where: str, kind: str, tol) -> None:
             raise ClaimsError(f"{where}.{key}={tol[key]!r} must be a number >= 0")
 
 
-def _check_readings(where: str, readings, primary: dict) -> None:
+def _check_readings(where: str, readings, primary: dict, open_settings: set) -> None:
     if not isinstance(readings, list) or not readings:
         raise ClaimsError(f"{where}={readings!r} must be a non-empty list")
     for i, reading in enumerate(readings):
         at = f"{where}[{i}]"
         _keys(at, reading, ("setting", "label", "rows", "statistic", "value", "documented",
                             "experiment", "premise"), ("setting", "label"))
+        if reading["setting"] in open_settings and not (reading.get("experiment")
+                                                        or reading.get("premise")):
+            raise ClaimsError(f"{at}.setting={reading['setting']!r} is a setting a note leaves "
+                              "open on these rows: its readings are that note's "
+                              "(notes.<note>.readings)")
         for flag in ("experiment", "premise"):
             if not isinstance(reading.get(flag, False), bool):
                 raise ClaimsError(f"{at}.{flag}={reading[flag]!r} must be true or false")
@@ -252,16 +274,19 @@ def _check_readings(where: str, readings, primary: dict) -> None:
                               f"{list(STATISTICS)}")
 
 
-def check_entry(entry, fits: tuple = FITS, earlier: set | None = None) -> None:
-    """Raise ClaimsError for the first problem of one entry (message: '<id>: <key>...')."""
+def check_entry(entry, fits: tuple = FITS, earlier: set | None = None,
+                notes: dict | None = None) -> None:
+    """Raise ClaimsError for the first problem of one entry (message: '<id>: <key>...').
+    `notes`: the claims file's notes (an entry's note must be one; None: not checked)."""
     if not isinstance(entry, dict):
         raise ClaimsError(f"entry {entry!r} must be a mapping")
     name = entry.get("id")
     if not isinstance(name, str) or not ID.match(name):
         raise ClaimsError(f"id={name!r} must be a string of letters, digits, '.', '_', '-'")
     _keys(name, entry, ENTRY_KEYS, ("note", "claim", "kind"))
-    if entry["note"] not in NOTES:
-        raise ClaimsError(f"{name}: note={entry['note']!r} is not one of {list(NOTES)}")
+    if notes is not None and entry["note"] not in notes:
+        raise ClaimsError(f"{name}: note={entry['note']!r} is not one of {list(notes)} "
+                          "(the claims file's notes:)")
     if not isinstance(entry["claim"], str) or not entry["claim"].strip():
         raise ClaimsError(f"{name}: claim={entry['claim']!r} must quote the note")
     kind = entry["kind"]
@@ -317,7 +342,11 @@ def check_entry(entry, fits: tuple = FITS, earlier: set | None = None) -> None:
     _check_measure(f"{name}: measure", entry["measure"], fits)
     _check_tolerance(f"{name}: tolerance", kind, entry["tolerance"])
     if "readings" in entry:
-        _check_readings(f"{name}: readings", entry["readings"], entry["measure"]["rows"])
+        open_settings = {r["setting"] for note, spec in (notes or {}).items()
+                         for r in spec.get("readings", [])
+                         if entry["measure"]["fit"] in r.get("fits", [note])}
+        _check_readings(f"{name}: readings", entry["readings"], entry["measure"]["rows"],
+                        open_settings)
     if entry.get("role", ROLES[0]) not in ROLES:
         raise ClaimsError(f"{name}: role={entry['role']!r} is not one of {list(ROLES)}")
     if entry.get("scale", SCALES[0]) not in SCALES:
@@ -329,21 +358,25 @@ def check_entry(entry, fits: tuple = FITS, earlier: set | None = None) -> None:
         raise ClaimsError(f"{name}: reference={entry['reference']!r} must be a number")
     if "domain" in entry:
         _check_domain(f"{name}: domain", entry["domain"])
-    if "asymptote_of" in entry and entry["asymptote_of"] not in (earlier or set()):
-        raise ClaimsError(f"{name}: asymptote_of={entry['asymptote_of']!r} is not an earlier "
-                          "entry")
+    if "extends" in entry and entry["extends"] not in (earlier or set()):
+        raise ClaimsError(f"{name}: extends={entry['extends']!r} is not an earlier entry")
 
 
-def fingerprint(entries: list[dict], notes: dict | None = None,
-                identify: list | None = None, fits: dict | None = None) -> str:
-    """sha256 (16 hex digits) of every entry's rules (its kind, documented value, statistic,
-    measurement, tolerance, readings, source, what it restates), by id, of the notes' stated
-    settings and the identification of readings, and of the ledger's code (RULE_CODE)."""
+def fingerprint(entries: list[dict], notes: dict | None = None, fits: dict | None = None,
+                frozen: dict | None = None) -> str:
+    """sha256 (16 hex digits) of the rules the verdicts follow: every entry's rules (its kind,
+    documented value, statistic, measurement, tolerance, readings, source, what it restates or
+    extends), by id; the notes' stated settings, domains and open settings with the numbers
+    that identify them; the fits' seed and scale rules; the readings a frozen protocol chose
+    (`frozen`: depthlab.claims.protocol); and the code of the verdicts (RULE_CODE) and of the
+    studies' fits (their estimators)."""
     rules = {e["id"]: {k: e[k] for k in RULE_KEYS if k in e} for e in entries}
-    digest = hashlib.sha256(json.dumps([rules, notes or {}, identify or [], fits or {}],
+    digest = hashlib.sha256(json.dumps([rules, notes or {}, fits or {}, frozen or {}],
                                        sort_keys=True).encode())
-    for name in RULE_CODE:
-        digest.update((Path(__file__).parent / name).read_bytes())
+    here = Path(__file__).parent
+    for path in [*(here / name for name in RULE_CODE),
+                 *sorted(here.parent.glob("studies/*/fit.py"))]:
+        digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
 
 
@@ -364,15 +397,16 @@ def check_claims(data, fits: tuple = FITS) -> list[dict]:
             raise ClaimsError(f"unknown top-level key {key!r} (allowed: {', '.join(TOP_KEYS)})")
     if "changelog" in data:
         _check_changelog(data["changelog"])
+    notes = data.get("notes", {})
+    _check_notes(notes)
     seen: set[str] = set()
     for entry in data["claims"]:
-        check_entry(entry, fits, seen)
+        check_entry(entry, fits, seen, notes if "notes" in data else None)
         if entry["id"] in seen:
             raise ClaimsError(f"id={entry['id']!r} is used twice")
         seen.add(entry["id"])
-    _check_notes(data.get("notes", {}))
     _check_fits(data.get("fits", {}), fits)
-    _check_identify(data.get("identify", []), {e["id"]: e for e in data["claims"]})
+    _check_identifying(notes, {e["id"]: e for e in data["claims"]})
     return data["claims"]
 
 
@@ -380,9 +414,9 @@ def _check_notes(notes) -> None:
     if not isinstance(notes, dict):
         raise ClaimsError(f"notes={notes!r} must map a note to its stated settings")
     for note, spec in notes.items():
-        if note not in NOTES:
-            raise ClaimsError(f"notes: {note!r} is not one of {list(NOTES)}")
-        _keys(f"notes.{note}", spec, NOTE_KEYS, ("title", "source"))
+        if not NAME.match(str(note)):
+            raise ClaimsError(f"notes: {note!r} must be a lower-case identifier")
+        _keys(f"notes.{note}", spec, NOTE_KEYS, ("title", "source", "domain"))
         if spec["source"] not in SOURCES:
             raise ClaimsError(f"notes.{note}.source={spec['source']!r} is not one of "
                               f"{list(SOURCES)}")
@@ -390,8 +424,37 @@ def _check_notes(notes) -> None:
             raise ClaimsError(f"notes.{note}.seeds={spec['seeds']!r} must be a positive integer")
         if not isinstance(spec.get("settings", {}), dict):
             raise ClaimsError(f"notes.{note}.settings must be a mapping of stated settings")
-        if "domain" in spec:
-            _check_domain(f"notes.{note}.domain", spec["domain"])
+        _check_domain(f"notes.{note}.domain", spec["domain"])
+        if spec["domain"].get("seeds", 0) < LEAST_SEEDS:
+            raise ClaimsError(f"notes.{note}.domain.seeds={spec['domain'].get('seeds')!r}: a "
+                              f"note's domain holds at least {LEAST_SEEDS} seeds (a bootstrap "
+                              "interval of fewer under-covers)")
+        for i, reading in enumerate(spec.get("readings", [])):
+            _check_open_setting(f"notes.{note}.readings[{i}]", reading)
+
+
+def _check_open_setting(where: str, reading) -> None:
+    """A setting a note leaves open: its primary label among its labels, each label a map of
+    the rows it varies (`set` columns, an `arm` rename, a `quantity` rename) or a statistic."""
+    _keys(where, reading, READING_KEYS, ("setting", "primary", "why", "labels"))
+    _text(f"{where}.why", reading["why"])
+    labels = reading["labels"]
+    if not isinstance(labels, dict) or reading["primary"] not in labels or len(labels) < 2:
+        raise ClaimsError(f"{where}.labels must map the primary label {reading['primary']!r} "
+                          "and at least one other to how each reads a row")
+    for label, spec in labels.items():
+        at = f"{where}.labels.{label}"
+        _keys(at, spec or {}, LABEL_KEYS)
+        for key in ("set", "arm", "quantity"):
+            if key in spec:
+                _keys(f"{at}.{key}", spec[key], tuple(spec[key]))
+                _check_spec(f"{at}.{key}", spec[key])
+        if spec.get("statistic", "median") not in STATISTICS:
+            raise ClaimsError(f"{at}.statistic={spec['statistic']!r} is not one of "
+                              f"{list(STATISTICS)}")
+    for key in ("by", "quantities", "fits", "entries"):
+        if key in reading and (not isinstance(reading[key], list) or not reading[key]):
+            raise ClaimsError(f"{where}.{key}={reading[key]!r} must be a non-empty list")
 
 
 def _check_domain(where: str, domain) -> None:
@@ -407,31 +470,25 @@ def _check_domain(where: str, domain) -> None:
 
 def _check_fits(rules, fits: tuple) -> None:
     if not isinstance(rules, dict):
-        raise ClaimsError(f"fits={rules!r} must map a fit to {{seeds, run}}")
+        raise ClaimsError(f"fits={rules!r} must map a fit to {{seeds, run, scale}}")
     for fit, spec in rules.items():
         if fit not in fits:
             raise ClaimsError(f"fits: {fit!r} is not one of {list(fits)}")
-        _keys(f"fits.{fit}", spec, ("seeds", "run"), ("seeds", "run"))
+        _keys(f"fits.{fit}", spec, ("seeds", "run", "scale"), ("seeds", "run"))
         if isinstance(spec["seeds"], bool) or not isinstance(spec["seeds"], int) \
                 or spec["seeds"] < 2:
             raise ClaimsError(f"fits.{fit}.seeds={spec['seeds']!r} must be an integer >= 2")
 
 
-def _check_identify(rules, entries: dict) -> None:
-    if not isinstance(rules, list):
-        raise ClaimsError(f"identify={rules!r} must be a list")
-    for i, rule in enumerate(rules):
-        at = f"identify[{i}]"
-        _keys(at, rule, ("note", "setting", "primary", "by", "why"),
-              ("note", "setting", "primary", "by", "why"))
-        if not isinstance(rule["by"], list) or not rule["by"]:
-            raise ClaimsError(f"{at}.by={rule['by']!r} must list entry ids")
-        for entry_id in rule["by"]:
-            entry = entries.get(entry_id)
-            if entry is None or "restates" in entry:
-                raise ClaimsError(f"{at}.by: {entry_id!r} is not an entry that measures")
-            if not any(r["setting"] == rule["setting"] for r in entry.get("readings", [])):
-                raise ClaimsError(f"{at}.by: {entry_id} has no reading of {rule['setting']!r}")
+def _check_identifying(notes: dict, entries: dict) -> None:
+    """Each open setting's identifying numbers (`by`) are entries of its note that measure."""
+    for note, spec in notes.items():
+        for i, reading in enumerate(spec.get("readings", [])):
+            for entry_id in reading.get("by", []):
+                entry = entries.get(entry_id)
+                if entry is None or "restates" in entry or entry.get("note") != note:
+                    raise ClaimsError(f"notes.{note}.readings[{i}].by: {entry_id!r} is not an "
+                                      f"entry of {note} that measures")
 
 
 def read_claims_file(path: str | Path) -> dict:
@@ -447,12 +504,11 @@ def read_claims_file(path: str | Path) -> dict:
 
 
 def load_claims(path: str | Path, fits: tuple = FITS) -> dict:
-    """The checked claims file ({claims, notes, identify, fits}); ClaimsError (one line, naming the
-    file) if the file is missing, not YAML, or has a bad entry."""
+    """The checked claims file ({claims, notes, fits}); ClaimsError (one line, naming the file)
+    if the file is missing, not YAML, or has a bad entry."""
     data = read_claims_file(path)
     try:
         entries = check_claims(data, fits)
     except ClaimsError as err:
         raise ClaimsError(f"claims file {path}: {err}") from None
-    return {"claims": entries, "notes": data.get("notes", {}),
-            "identify": data.get("identify", []), "fits": data.get("fits", {})}
+    return {"claims": entries, "notes": data.get("notes", {}), "fits": data.get("fits", {})}
