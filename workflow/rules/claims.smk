@@ -26,6 +26,11 @@ rule claims:
     params:
         code=CLAIMS_HASH,
         settings=ARM_SETTINGS,
+        stage=config.get("protocol", {}).get("stage", "exploratory"),
+        # the protocol's freeze (depthlab.claims.protocol) and its content's hash (a new freeze
+        # regrades); a param, not an input: rule freeze writes it from this rule's output
+        frozen=FROZEN,
+        frozen_hash=file_hash(FROZEN),
     message:
         "claims: the ledger of the notes' claims, measured, with verdicts"
     script:

@@ -1,5 +1,6 @@
 # Helpers shared by every stage: config parsing, the job catalogue, code hashes.
 import dataclasses
+import hashlib
 import inspect
 import json
 import os
@@ -62,6 +63,16 @@ MEASURE_HASH = code_hash(MEASURE_CODE)
 BASE_HASH = code_hash(BASE)
 STUDY_HASH = {study: study_code_hash(study) for study in config["studies"]}
 CLAIMS_HASH = code_hash((*BASE, "claims"))
+# the protocol's freeze (config/frozen.yaml beside the claims file), read by the claims rule:
+# an exploratory run is graded at it where it holds, a confirmatory run only at it
+FROZEN = os.path.join(os.path.dirname(config["claims"]), "frozen.yaml")
+
+
+def file_hash(path):
+    """sha256 of a file's bytes (16 hex digits), '' where it does not exist."""
+    if not os.path.exists(path):
+        return ""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
 # the config files shipped in config/ (a target this config cannot build names those that can)
 # (each as the run it gives: merged onto the defaults)
 # (none where the workflow is loaded by URL: its config/ cannot be listed)

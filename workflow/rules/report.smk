@@ -23,13 +23,18 @@ DOC_FIGURES = figure_sources(
     {t.name for t in CATALOGUE.targets},
 )
 
-# the ledger of the named run `confirm` (config/confirm.yaml), relative to this run's folder
-CONFIRM_LEDGER = f"runs/confirm/{paths.LEDGER['parquet']}"
 # the documented named runs' ledgers, which docs/RESULTS.md merges with this run's: one verdict
-# per sentence (depthlab.claims.merge)
+# per sentence (depthlab.claims.merge); the exploratory runs' and the confirmatory runs'
+# (config/confirm*.yaml), relative to this run's folder, where they were run
 DOCUMENTED_LEDGERS = [
     f"runs/{name}/{paths.LEDGER['parquet']}" for name in DOCUMENTED_NAMED_RUNS
 ]
+CONFIRM_LEDGERS = [f"runs/{name}/{paths.LEDGER['parquet']}" for name in CONFIRM_RUNS]
+
+
+def existing(files):
+    """The files of a list that exist (an input function: read when the DAG is built)."""
+    return lambda w: [p for p in files if os.path.exists(p)]
 
 
 # every figure of the run as thumbnails on one page, to look the run over at a glance (a rule,
@@ -54,7 +59,7 @@ rule fig_contact_sheet:
 
 if NOT_DOCUMENTED:
 
-    for name in ("docs_figures", "docs_results"):
+    for name in ("docs_figures", "docs_results", "freeze"):
 
         rule:
             name:
@@ -95,10 +100,10 @@ else:
             ledger=paths.LEDGER["parquet"],
             readings=paths.LEDGER["readings"],
             rules=f"{DEPTHLAB}/docs/claims_rules.md",
-            # the confirmatory run's ledger (config/confirm.yaml), set beside it where it was run
-            confirm=lambda w: [CONFIRM_LEDGER] if os.path.exists(CONFIRM_LEDGER) else [],
+            # the confirmatory runs' ledgers (config/confirm*.yaml), the headline where run
+            confirm=existing(CONFIRM_LEDGERS),
             # the documented named runs' ledgers, merged in where they were run
-            runs=lambda w: [p for p in DOCUMENTED_LEDGERS if os.path.exists(p)],
+            runs=existing(DOCUMENTED_LEDGERS),
         output:
             results=f"{DEPTHLAB}/docs/RESULTS.md",
         log:
@@ -113,3 +118,29 @@ else:
             "docs_results: docs/RESULTS.md and the README's summary line from the ledger"
         script:
             "../scripts/results_doc.py"
+
+    # config/frozen.yaml: the protocol's choices from the exploratory run (its identification of
+    # the notes' open settings), the confirmatory pool and the rules' fingerprint; committed
+    # before the confirmatory runs (docs/claims_rules.md, "The protocol")
+    rule freeze:
+        """freeze the exploratory run's choices into config/frozen.yaml (the protocol)"""
+        input:
+            claims=local(config["claims"]),
+            ledger=paths.LEDGER["parquet"],
+            readings=paths.LEDGER["readings"],
+            runs=existing(DOCUMENTED_LEDGERS),
+            # the confirmatory ledgers graded at an earlier freeze: its pool is spent
+            confirm=existing(CONFIRM_LEDGERS),
+        output:
+            frozen=FROZEN,
+        log:
+            "logs/freeze.log",
+        localrule: True
+        conda:
+            "../envs/depthlab.yaml"
+        params:
+            why="the exploratory runs' identification of the notes' open settings",
+        message:
+            "freeze: the exploratory run's choices into {output.frozen}"
+        script:
+            "../scripts/freeze.py"

@@ -1,5 +1,5 @@
 """Adapter: measure every claim of the claims file on the fits; write the ledger (Parquet,
-Markdown, HTML)."""
+Markdown, HTML) and the identification of the notes' open settings."""
 
 import json
 from collections import defaultdict
@@ -7,6 +7,7 @@ from pathlib import Path
 
 from depthlab.claims.fits import study_fits
 from depthlab.claims.ledger import ledger
+from depthlab.claims.protocol import graded_at
 from depthlab.claims.publish import to_html, to_markdown
 from depthlab.claims.schema import load_claims
 from depthlab.core.io import inherited, read_meta, write_parquet, write_text
@@ -19,8 +20,11 @@ by_study = defaultdict(list)
 for path in paths:  # results/fits/<study>/<arm>.parquet
     by_study[Path(path).parent.name].append(path)
 fits = {study: study_fits(study, group) for study, group in by_study.items()}
-table, readings = ledger(load_claims(snakemake.input.claims), fits,
-                        json.loads(snakemake.params.settings))
+claims = load_claims(snakemake.input.claims)
+stage = graded_at(claims, snakemake.params.stage, snakemake.params.frozen)
+table, readings = ledger(claims, fits, json.loads(snakemake.params.settings), stage.excluded,
+                         stage.pool)
+table = table.assign(stage=stage.name, fingerprint=stage.fingerprint)
 write_parquet(table, snakemake.output.parquet, provenance(inherited([read_meta(p) for p in paths])))
 write_text(readings.to_csv(index=False), snakemake.output.readings)
 write_text(to_markdown(table, Path(snakemake.output.details).name), snakemake.output.md)

@@ -1,12 +1,14 @@
-"""Adapter: docs/RESULTS.md and the README's summary line from the ledger of this run."""
+"""Adapter: docs/RESULTS.md, the README's summary line and the verdict tables of docs/FIXES.md
+and docs/SCALE.md, all from one merged ledger: the confirmatory runs' where they were graded at
+the freeze, beside the exploratory runs'."""
 
 import re
 from pathlib import Path
 
 import pandas as pd
 
-from depthlab.claims.merge import merge_runs
-from depthlab.claims.publish import DEFAULT_RUN, results_doc, summary_line
+from depthlab.claims.merge import fingerprint_of, merge_runs
+from depthlab.claims.publish import DEFAULT_RUN, results_doc, summary_line, verdict_table
 from depthlab.core.io import read_meta, write_text
 from depthlab.core.logs import to_file
 
@@ -17,26 +19,51 @@ def of_commit(path: str) -> str:
             f"{meta.get('config_hash', '')}")
 
 
+def ledgers(paths: list[str], default: str | None = None) -> dict[str, pd.DataFrame]:
+    """{run name: ledger}: the default run's first (results/), then runs/<name>/'s."""
+    named = {Path(p).parts[1]: pd.read_parquet(p) for p in paths}
+    return {**({DEFAULT_RUN: pd.read_parquet(default)} if default else {}), **named}
+
+
+def replace_between(path: Path, marker: str, text: str, inline: bool = False) -> None:
+    """Rewrite the text between `<!-- marker -->` and `<!-- /marker -->` of a document (on
+    their own lines, or `inline` within one)."""
+    doc = path.read_text()
+    gap = "" if inline else "\n"
+    updated, n = re.subn(rf"<!-- {marker} -->.*?<!-- /{marker} -->",
+                         lambda _: f"<!-- {marker} -->{gap}{text}{gap}<!-- /{marker} -->", doc,
+                         flags=re.S)
+    if n != 1:
+        raise ValueError(f"{path}: no {marker} markers")
+    write_text(updated, path)
+
+
 to_file(snakemake.log[0])
-# the named documented runs' ledgers (runs/<name>/results/claims.parquet) where they were run
-others = {Path(p).parts[1]: p for p in snakemake.input.runs}
-table = merge_runs({DEFAULT_RUN: pd.read_parquet(snakemake.input.ledger),
-                    **{name: pd.read_parquet(p) for name, p in others.items()}})
-source = (f"`results/claims.parquet` ({of_commit(snakemake.input.ledger)}; `snakemake "
-          f"--configfile {' '.join(snakemake.params.configs)}`)" + "".join(
-              f", merged with `{p}` ({of_commit(p)}), the {name} run" for name, p in
-              others.items()))
+explored_runs = ledgers(snakemake.input.runs, snakemake.input.ledger)
+confirm_runs = ledgers(snakemake.input.confirm)
+explored = merge_runs(explored_runs)
+confirmed = merge_runs(confirm_runs) if confirm_runs else None
+frozen = fingerprint_of({**explored_runs, **confirm_runs}) if confirm_runs else ""
+source = ", ".join(f"`{'results' if name == DEFAULT_RUN else 'runs/' + name + '/results'}"
+                   f"/claims.parquet` ({of_commit(p)})" for name, p in zip(
+                       explored_runs, [snakemake.input.ledger, *snakemake.input.runs],
+                       strict=True))
+if confirm_runs:
+    source = (", ".join(f"`runs/{name}/results/claims.parquet` ({of_commit(p)})" for name, p
+                        in zip(confirm_runs, snakemake.input.confirm, strict=True))
+              + f" (confirmatory), beside {source} (exploratory)")
 rules = Path(snakemake.input.rules).read_text()
 readings = pd.read_csv(snakemake.input.readings, keep_default_na=False)
-confirm = pd.read_parquet(snakemake.input.confirm[0]) if snakemake.input.confirm else None
-write_text(results_doc(table, readings, rules, source, confirm), snakemake.output.results)
+write_text(results_doc(explored, readings, rules, source, confirmed, frozen),
+           snakemake.output.results)
+headline = explored if confirmed is None else confirmed
+docs = Path(snakemake.output.results).parent
+beside = None if confirmed is None else explored
+replace_between(docs / "FIXES.md", "ledger:fixes",
+                verdict_table(headline[headline["note"] == "fixes"], beside))
+replace_between(docs / "SCALE.md", "ledger:scale",
+                verdict_table(headline[headline["fit"] == "scale"], beside))
 # the README's summary line sits between two markers; only that line is rewritten (in place:
 # README.md is no declared output, which Snakemake would delete before the job)
-readme_path = Path(snakemake.output.results).parents[1] / "README.md"
-readme = readme_path.read_text()
-line = f"<!-- claims-summary -->{summary_line(table)}.<!-- /claims-summary -->"
-updated, n = re.subn(r"<!-- claims-summary -->.*?<!-- /claims-summary -->", line, readme,
-                     flags=re.S)
-if n != 1:
-    raise ValueError(f"{readme_path}: no claims-summary markers")
-write_text(updated, readme_path)
+replace_between(docs.parent / "README.md", "claims-summary", summary_line(headline) + ".",
+                inline=True)

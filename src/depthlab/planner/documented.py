@@ -17,6 +17,9 @@ DOCUMENTED_RUNS = ((), ("config/training_seeds.yaml",))
 # the named runs whose files the default run's docs merge in: config/fixes.yaml's papers,
 # config/scale.yaml's depths (runs/<name>/, relative to the default run's folder)
 DOCUMENTED_NAMED_RUNS = ("fixes", "scale")
+# the confirmatory named runs (config/confirm*.yaml: the documented runs on seeds never seen,
+# graded at the protocol's freeze), the headline of docs/RESULTS.md where they were run
+CONFIRM_RUNS = ("confirm", "confirm_fixes", "confirm_scale")
 SHOWN = 40  # characters of a value shown in a message
 
 
