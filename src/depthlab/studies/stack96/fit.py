@@ -109,7 +109,7 @@ def fit(table: pd.DataFrame, axes: dict[str, list[str]]) -> pd.DataFrame:
     parts = [
         summarise_seeds(pick(table, metric="grad_ratio", sublayer="block"), keys, "grad_ratio"),
         *(summarise_seeds(pick(table, metric=m, sublayer="block"), [*keys, "layer"], m)
-          for m in ("grad_norm", "stream_sd", "stream_var")),
+          for m in ("grad_norm", "stream_sd", "stream_var", "token_corr")),
     ]
     growth = stream_growth(table).merge(cells, on=["arm", "label"])
     for metric, sub in growth.groupby("metric"):
