@@ -201,6 +201,9 @@ def evaluate_entry(entry: dict, fits: dict[str, pd.DataFrame], notes: dict,
             row.update(outcome=CONTRADICTED, verdict=f"{CONTRADICTED}: the arithmetic gives "
                        f"{fmt(value, 4)}, not {fmt(entry['documented'], 4)} ± "
                        f"{fmt(entry['tolerance']['half_unit'], 2)}")
+        if row["extends"]:  # the arithmetic of a sentence that a measured entry grades
+            row.update(outcome=NOT_COUNTED, verdict=f"{NOT_COUNTED} (the arithmetic beside "
+                       f"{row['extends']}'s verdict): {row['verdict']}")
         return row, []
     rows = readings.primary_rows(entry, notes)
     row.update(fit=measure["fit"], rows=json.dumps(rows, sort_keys=True))
@@ -311,7 +314,9 @@ def finish(row: dict, found: list, excluded: dict, primaries: dict | None = None
     settings = {r["setting"] for r, _ in found if not (r.get("experiment") or r.get("premise"))}
     dropped = [s for s in sorted(settings)
                if (owner[s], s, primaries.get((owner[s], s))) in excluded]
-    verdict, notes = row["outcome"], [row["notes"]] if row["notes"] else []
+    # a verdict that already says why (the note's arithmetic) is kept
+    verdict = row["verdict"] if row["verdict"].startswith(row["outcome"]) else row["outcome"]
+    notes = [row["notes"]] if row["notes"] else []
     depends, graded_at = [], "the primary reading"
     if dropped:  # the primary cell is excluded: each allowed reading is another cell
         label = "the primary cell: " + ", ".join(f"{s} = {primaries[(owner[s], s)]}"

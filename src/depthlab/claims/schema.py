@@ -292,6 +292,8 @@ def check_entry(entry, fits: tuple = FITS, earlier: set | None = None,
     kind = entry["kind"]
     if kind not in KINDS:
         raise ClaimsError(f"{name}: kind={kind!r} is not one of {list(KINDS)}")
+    if "extends" in entry and entry["extends"] not in (earlier or set()):
+        raise ClaimsError(f"{name}: extends={entry['extends']!r} is not an earlier entry")
     if "restates" in entry:
         if entry["restates"] not in (earlier or set()):
             raise ClaimsError(f"{name}: restates={entry['restates']!r} is not an earlier entry")
@@ -315,8 +317,8 @@ def check_entry(entry, fits: tuple = FITS, earlier: set | None = None,
                 raise ClaimsError(f"{name}: {key}={entry[key]!r} must be a non-empty string")
         return
     if kind == "arithmetic":
-        _keys(name, entry, ("id", "note", "claim", "kind", "documented", "measure", "tolerance"),
-              ("documented", "measure", "tolerance"))
+        _keys(name, entry, ("id", "note", "claim", "kind", "documented", "measure", "tolerance",
+                            "extends"), ("documented", "measure", "tolerance"))
         _keys(f"{name}: measure", entry["measure"], ("value",), ("value",))
         _check_expression(f"{name}: measure.value", entry["measure"]["value"])
         if not _number(entry["documented"]):
@@ -358,8 +360,6 @@ def check_entry(entry, fits: tuple = FITS, earlier: set | None = None,
         raise ClaimsError(f"{name}: reference={entry['reference']!r} must be a number")
     if "domain" in entry:
         _check_domain(f"{name}: domain", entry["domain"])
-    if "extends" in entry and entry["extends"] not in (earlier or set()):
-        raise ClaimsError(f"{name}: extends={entry['extends']!r} is not an earlier entry")
 
 
 def fingerprint(entries: list[dict], notes: dict | None = None, fits: dict | None = None,
