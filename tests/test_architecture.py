@@ -155,15 +155,15 @@ def test_schema_settings_match_run_settings():
 
 
 def test_the_generated_files_are_current(tmp_path):
-    """The config schema's run settings and config/README.md's table are written from the
-    vocabulary (depthlab.planner.generated): a hand edit of them, or a setting or placement
-    added without `python -m depthlab.planner.generated`, fails here."""
+    """The config schema's run settings, config/README.md's tables and the light copy of the
+    metrics are written from the vocabulary and the probes' declarations
+    (depthlab.planner.generated): a hand edit of them, or a setting, placement or probe added
+    without `python -m depthlab.planner.generated`, fails here."""
     assert list(KEYS) == [f.name for f in dataclasses.fields(RunSettings)]
     assert generated.stale() == []
     readme = ROOT / "config/README.md"
-    (tmp_path / "config").mkdir()
-    (tmp_path / "workflow/schemas").mkdir(parents=True)
     for path, _, _ in generated.SECTIONS:
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / path).write_text((ROOT / path).read_text())
     edited = readme.read_text().replace("| number of blocks L |", "| blocks |")
     (tmp_path / "config/README.md").write_text(edited)

@@ -12,7 +12,7 @@ from torch import nn
 
 from depthlab.core.measure import measure_cell
 from depthlab.core.model import StackParams, build, forward
-from depthlab.core.probes import Probe, run_probes
+from depthlab.core.probes import METRICS, Probe, measures, run_probes
 from depthlab.core.reference import per_seed_loop
 from depthlab.planner.cost import pass_plan
 from depthlab.vocabulary.metrics import GRADIENT_METRICS, UPDATE_METRICS
@@ -384,8 +384,10 @@ def test_the_gpu_gets_the_cpu_s_weights_and_input_bit_for_bit(placement, streame
 
 
 def test_a_probe_of_an_undeclared_metric_is_an_error():
-    with pytest.raises(ValueError, match="metric 'grad_rato', which depthlab.vocabulary"):
+    with pytest.raises(ValueError, match="metric 'grad_rato', which no @probe or @measures"):
         Probe("grad_rato", "block", [1], torch.zeros(1, 1))
+    with pytest.raises(ValueError, match="metric 'loss' is declared twice"):
+        measures(METRICS["loss"])(print)
     assert set(GRADIENT_METRICS) == {"grad_norm", "grad_ratio"}
     assert set(UPDATE_METRICS) == {"model_update", "update_stream"}
 

@@ -13,7 +13,8 @@ import pytest
 from conftest import ROOT, planned
 
 from depthlab.core.measure import measure_cell
-from depthlab.core.own_block import measure_module, resolve
+from depthlab.core.own_block import POINTS, measure_module, resolve
+from depthlab.core.probes import PROBES
 from depthlab.vocabulary.settings import ConfigError, RunSettings
 
 SETTINGS = RunSettings(placement="pre", attention="torch_mha", causal=False, depth=3,
@@ -53,6 +54,11 @@ def test_the_block_setting_takes_the_same_path():
     own = measure_cell(*planned(s))
     assert set(own["block"]) == {EXAMPLE}
     assert_same_rows(own.drop(columns="block"), measure_cell(*planned(SETTINGS)))
+
+
+def test_every_probe_reads_points_a_block_can_mark():
+    """A probe registered with a hook point no block can mark would never run on one."""
+    assert all(set(points) <= set(POINTS) for points in PROBES.values())
 
 
 def test_a_block_without_marked_points_gets_the_stream_probes_only():

@@ -211,11 +211,11 @@ def edit_function(path: Path, name: str) -> None:
 
 
 def first_probe(probes_py: Path) -> str:
-    """The name of the first function in probes.PROBES."""
-    tree = ast.parse(probes_py.read_text())
-    registry = next(n for n in tree.body if isinstance(n, ast.Assign)
-                    and any(getattr(t, "id", "") == "PROBES" for t in n.targets))
-    return registry.value.elts[0].id
+    """The name of the first function registered by `@probe(...)`."""
+    return next(n.name for n in ast.parse(probes_py.read_text()).body
+                if isinstance(n, ast.FunctionDef)
+                and any(getattr(getattr(d, "func", None), "id", "") == "probe"
+                        for d in n.decorator_list))
 
 
 @pytest.mark.workflow

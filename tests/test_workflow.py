@@ -126,9 +126,9 @@ def test_every_table_has_a_latex_table_beside_it(tiny_run, target):
 
 @pytest.mark.workflow
 def test_the_metrics_registry_is_what_the_shards_hold(tiny_run, tiny_fixes_run):
-    """depthlab.vocabulary.metrics declares exactly the metrics the tiny runs' shards hold:
-    none undeclared (a probe of one is an error), none declared that no probe writes; each
-    where its registry entry says (its sublayers)."""
+    """The engine declares (`@probe`, `@measures`; vocabulary.metrics is their copy) exactly
+    the metrics the tiny runs' shards hold: none undeclared (a probe of one is an error), none
+    declared that no probe writes; each where its declaration says (its sublayers)."""
     shards = [p for run in (tiny_run, tiny_fixes_run)
               for p in sorted((run / "results/runs").rglob("*.parquet"))]
     assert shards

@@ -21,11 +21,12 @@ from depthlab.core.model import (
 )
 from depthlab.core.own_block import measure_module
 from depthlab.core.prefetch import ahead
-from depthlab.core.probes import Probe, backward, pass_rows, run_probes
+from depthlab.core.probes import Probe, backward, measures, pass_rows, run_probes
 from depthlab.core.recompute import recomputed_backward
 from depthlab.core.records import check_finite, job_rows
 from depthlab.core.response import response_probes
 from depthlab.vocabulary.jobs import Cell, Job, PassPlan
+from depthlab.vocabulary.metrics import Metric
 from depthlab.vocabulary.settings import RunSettings
 
 log = logging.getLogger(__name__)
@@ -82,6 +83,11 @@ def build_pass(s: RunSettings, plan: PassPlan, seeds: list[int]) -> tuple[StackP
     return params, draw
 
 
+@measures(
+    Metric("branch_scale", "1", r"$\alpha_l$",
+           "the branch scale a calibration stage applied to block l's attn and mlp",
+           sublayers="attn, mlp", needs="calibration"),
+)
 def run_pass(
     s: RunSettings, plan: PassPlan, seeds: list[int], branch_scales: BranchScales | None = None,
     built: tuple[StackParams, Draw] | None = None,

@@ -34,18 +34,7 @@ import torch
 from torch import Tensor, nn
 
 from depthlab.core.model import StackParams, Trace, torch_dtype
-from depthlab.core.probes import (
-    Probe,
-    block_independence,
-    branch_inputs,
-    branch_to_stream,
-    grad_norm,
-    head_omega,
-    omega,
-    pass_rows,
-    stream_stats,
-    token_corr,
-)
+from depthlab.core.probes import PROBES, Probe, pass_rows
 from depthlab.core.records import check_finite
 from depthlab.vocabulary.settings import RunSettings
 
@@ -60,10 +49,6 @@ ENCODER_LAYER_POINTS = {
     "attn": "self_attn.output", "mlp": "linear2.output", "mid": "norm2.input",
     "attn_in": "self_attn.input", "mlp_in": "linear1.input", "ffn_hidden": "linear1.output",
 }
-# the probes and the hook points each needs beyond the stream
-NEEDS = {grad_norm: (), token_corr: (), omega: (), head_omega: (), stream_stats: (),
-         block_independence: (), branch_to_stream: ("mid", "attn", "mlp"),
-         branch_inputs: ("attn_in", "mlp_in", "ffn_hidden")}
 UNSUPPORTED = {"loss": "cross_entropy", "grad_of": "input"}
 
 
@@ -176,7 +161,8 @@ def _stacked(traces: list[Trace]) -> Trace:
 
 def module_probes(factory: BlockFactory, s: RunSettings, seeds: list[int]
                   ) -> tuple[list[Probe], Tensor]:
-    """Every probe the block's marked points reach, over `seeds`; and the losses (S,)."""
+    """Every probe whose hook points the block marks (PROBES), over `seeds`; and the losses
+    (S,)."""
     for key, value in UNSUPPORTED.items():
         if getattr(s, key) == value:
             raise ValueError(f"{key}: {value!r} is not measured on an own block")
@@ -190,7 +176,7 @@ def module_probes(factory: BlockFactory, s: RunSettings, seeds: list[int]
     S, d = len(seeds), s.d_model
     like = trace.head_input
     final = StackParams([], {"ln_w": like.new_ones(S, d), "ln_b": like.new_zeros(S, d)})
-    probes = [p for fn, need in NEEDS.items() if set(need) <= marked
+    probes = [p for fn, points in PROBES.items() if set(points) <= marked
               for p in fn(final, trace, s)]
     return probes, torch.cat([loss for _, loss in pairs])
 

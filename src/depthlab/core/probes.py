@@ -1,7 +1,10 @@
 """Probes: per-seed statistics read from a trace and the gradients after one backward pass.
 
 Each probe returns `Probe` records: a metric name, a sublayer label, the layer indices and a
-(S, n_layers) tensor of values, one row per seed. Layers count blocks from 1; layer 0 is the
+(S, n_layers) tensor of values, one row per seed. A probe is registered where it is defined, by
+`@probe` with the metrics it declares and the hook points it reads (after timm's
+`@register_model`); a function that makes rows outside the probes of every pass declares its
+metrics by `@measures`. Layers count blocks from 1; layer 0 is the
 input to the first block. All statistics are dimensionless unless said otherwise (the model's
 activations are in units of the input's standard deviation, which is 1). A probe that does not
 apply to a placement (by its registry flags) returns nothing. probe_rows and pass_rows turn
@@ -10,6 +13,7 @@ them into tidy rows (depthlab.core.records).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import pairwise
 
@@ -19,22 +23,49 @@ import torch
 from torch import Tensor
 
 from depthlab.core.model import BLOCK_WEIGHTS, StackParams, Trace, head_input
-from depthlab.vocabulary.metrics import METRICS
+from depthlab.vocabulary.metrics import INPUT_SD, Metric
 from depthlab.vocabulary.placements import PLACEMENTS
 from depthlab.vocabulary.settings import RunSettings
+
+# every metric the engine makes rows of, by name, filled as the modules that declare them are
+# imported (depthlab.vocabulary.metrics.METRICS is its light copy)
+METRICS: dict[str, Metric] = {}
+# the probes of every pass, in the order their rows are made, each with the hook points it reads
+# beyond the stream (depthlab.core.own_block.POINTS: it runs on a block that marks them)
+PROBES: dict[Callable, tuple[str, ...]] = {}
+
+
+def measures(*metrics: Metric) -> Callable:
+    """Declare the metrics whose rows the decorated function makes (into METRICS)."""
+    def register(fn: Callable) -> Callable:
+        for m in metrics:
+            if m.name in METRICS:
+                raise ValueError(f"metric {m.name!r} is declared twice")
+            METRICS[m.name] = m
+        return fn
+    return register
+
+
+def probe(*metrics: Metric, points: tuple[str, ...] = ()) -> Callable:
+    """Register fn(params, trace, s) -> list[Probe] as a probe of every pass (PROBES), with
+    the metrics it makes and the hook points it reads beyond the stream."""
+    def register(fn: Callable) -> Callable:
+        PROBES[fn] = points
+        return measures(*metrics)(fn)
+    return register
 
 
 @dataclass
 class Probe:
-    metric: str  # a name of depthlab.vocabulary.metrics.METRICS
+    metric: str  # a name of METRICS
     sublayer: str
     layers: list[int]
     values: Tensor  # (S, len(layers))
 
     def __post_init__(self):
         if self.metric not in METRICS:
-            raise ValueError(f"a probe of metric {self.metric!r}, which "
-                             "depthlab.vocabulary.metrics does not declare")
+            raise ValueError(f"a probe of metric {self.metric!r}, which no @probe or @measures "
+                             "declares")
 
 
 def _per_seed(fn, tensors: list[Tensor]) -> Tensor:
@@ -51,6 +82,14 @@ def _sd(t: Tensor) -> Tensor:
     return t.std(dim=(1, 2))
 
 
+@probe(
+    Metric("grad_norm", "loss / parameter unit", r"$\|g_l\|$",
+           "Frobenius norm of the loss gradient of block l (grad_of: its parameters, its six "
+           "weight matrices, or its input stream)", log=True, needs="gradient"),
+    Metric("grad_ratio", "1", r"$\|g_1\| \,/\, \|g_L\|$",
+           "first over last block's gradient norm (1 = balanced), at layer L", log=True,
+           needs="gradient"),
+)
 def grad_norm(params: StackParams, trace: Trace, s: RunSettings) -> list[Probe]:
     """The "layer gradient" of block l, per seed, by `grad_of`:
 
@@ -122,6 +161,25 @@ def backward(loss: Tensor, params: StackParams, trace: Trace, s: RunSettings) ->
     trace.block_grad_sq = sq
 
 
+@probe(
+    Metric("stream_sd", INPUT_SD, r"sd$(x_l)$",
+           "sd of the residual stream after block l (layer 0 the input), before any final "
+           "norm", log=True),
+    Metric("stream_var", f"({INPUT_SD})²", r"Var$(x_l)$",
+           "variance of the residual stream after block l", log=True),
+    Metric("stream_max_abs", INPUT_SD, r"max$|x_l|$",
+           "largest absolute coordinate of the stream after block l (activation growth)", log=True),
+    Metric("head_input_sd", INPUT_SD, "head input sd",
+           "sd of what the head reads (after the final norm; ResiDual's x_a + LN(x_d))",
+           sublayers="head", log=True),
+    Metric("branch_var", f"({INPUT_SD})²", "branch variance",
+           "variance of each raw branch output of block l", sublayers="attn, mlp", log=True),
+    Metric("delta", f"({INPUT_SD})²", r"$\delta_l$",
+           "variance a branch adds on top of its skip path, where the stream telescopes "
+           "(Pre-LN)", sublayers="attn, mlp"),
+    Metric("carry_var", f"({INPUT_SD})²", r"Var$(x_{d,l})$",
+           "variance of a second stream after block l (ResiDual's x_d)", log=True),
+)
 def stream_stats(params: StackParams, trace: Trace, s: RunSettings) -> list[Probe]:
     """Residual-stream sd, variance and largest |coordinate| (stream_max_abs: the activation
     growth Peri-LN's and CogView's papers track) after every block (layer 0 = the input), before
@@ -167,6 +225,12 @@ def token_correlation(x: Tensor, batch: int) -> Tensor:
     return (off / (t * (t - 1))).mean(dim=1)
 
 
+@probe(
+    Metric("token_corr", "1", "token cosine",
+           "mean pairwise cosine of the token vectors of the stream after block l"),
+    Metric("head_token_corr", "1", "token cosine (head)",
+           "mean pairwise token cosine of what the head reads", sublayers="head"),
+)
 def token_corr(params: StackParams, trace: Trace, s: RunSettings) -> list[Probe]:
     """Mean pairwise token cosine of the stream after every block (layer 0 = the input), and
     of what the head reads (`head_token_corr`: after the final norm; ResiDual's x_a + LN(x_d))."""
@@ -207,6 +271,13 @@ def _normed_changes(states: list[Tensor]) -> list[Tensor]:
     return [b - a for a, b in pairwise(normed)]
 
 
+@probe(
+    Metric("omega_abs", "1", r"$\omega_k$",
+           "mean absolute value of LN(x_k) - LN(x_{k-1}): the change of the normalised state "
+           "made by block k (theory096's omega_k)", log=True),
+    Metric("omega_var", "1", r"Var$(\Delta \mathrm{LN})$",
+           "variance of LN(x_k) - LN(x_{k-1})", log=True),
+)
 def omega(params: StackParams, trace: Trace, s: RunSettings) -> list[Probe]:
     """The change of the normalised state made by block k, D_k = LN(x_k) - LN(x_{k-1}) with
     x_k = stream[k] (x_0 the input) and LN over d without affine (eps 1e-5): per seed, the
@@ -224,6 +295,12 @@ def omega(params: StackParams, trace: Trace, s: RunSettings) -> list[Probe]:
     ]
 
 
+@probe(
+    Metric("head_omega_abs", "1", r"$\omega_k$ of the head input",
+           "mean absolute value of LN(y_k) - LN(y_{k-1}), y_k what the head would read after "
+           "block k (ResiDual's x_a + LN(x_d)): the change block k makes to the output "
+           "(ResiDual's representation collapse)", log=True),
+)
 def head_omega(params: StackParams, trace: Trace, s: RunSettings) -> list[Probe]:
     """Representation collapse as ResiDual states it (Xie et al. 2023, "ResiDual: Transformer
     with Dual Residual Connections", sec. 3.2): the change that block k makes to what the head
@@ -239,6 +316,18 @@ def head_omega(params: StackParams, trace: Trace, s: RunSettings) -> list[Probe]
                   _per_seed(_mean_abs, _normed_changes(heads)))]
 
 
+@probe(
+    Metric("block_var", f"({INPUT_SD})²", r"Var$(f_k)$",
+           "variance of what block k adds, f_k = x_k - c² x_{k-1} (telescoping streams)",
+           log=True),
+    Metric("block_abs", INPUT_SD, r"mean$|f_k|$", "mean absolute value of f_k, what block k adds",
+           log=True),
+    Metric("block_stream_corr", "1", r"corr$(f_k, x_{k-1})$",
+           "correlation of what block k adds with the stream it is added to"),
+    Metric("block_corr", "1", r"corr$(f_i, f_j)$",
+           "correlation of the outputs of blocks i < j (sublayer f<i>, layer j)",
+           sublayers="f1, f2, ...", needs="block_corr"),
+)
 def block_independence(params: StackParams, trace: Trace, s: RunSettings) -> list[Probe]:
     """Placements whose stream telescopes (Pre-LN), theory096's independence assumption. For what
     block k adds to the stream, f_k = x_k - c^2 x_{k-1} (c = s.skip, 1 by default): its
@@ -269,6 +358,14 @@ def block_independence(params: StackParams, trace: Trace, s: RunSettings) -> lis
     return probes
 
 
+@probe(
+    Metric("stream_rms", INPUT_SD, r"rms$(x_l)$",
+           "root mean square of the stream after block l", log=True),
+    Metric("branch_ratio", "1", "branch / stream",
+           "rms of what a sublayer adds over rms of the stream it is added to",
+           sublayers="attn, mlp, block", log=True),
+    points=("mid", "attn", "mlp"),
+)
 def branch_to_stream(params: StackParams, trace: Trace, s: RunSettings) -> list[Probe]:
     """The monitor note's per-block curves. stream_rms: sqrt(mean x_l^2) of the residual stream
     after block l (layer 0 = the input; before any final norm), in input-sd units. branch_ratio
@@ -302,6 +399,13 @@ def branch_to_stream(params: StackParams, trace: Trace, s: RunSettings) -> list[
     return probes
 
 
+@probe(
+    Metric("branch_in_sd", INPUT_SD, "branch input sd",
+           "sd of the tensor the attention or FFN branch reads", sublayers="attn, mlp"),
+    Metric("ffn_active", "1", "active FFN units",
+           "fraction of the FFN's hidden units with a positive pre-activation", sublayers="mlp"),
+    points=("attn_in", "mlp_in", "ffn_hidden"),
+)
 def branch_inputs(params: StackParams, trace: Trace, s: RunSettings) -> list[Probe]:
     """What each branch operates on, per block (the monitor note's 'no branch is driven into
     saturation'): branch_in_sd, the sd of the tensor the attention (sublayer attn) and FFN (mlp)
@@ -313,10 +417,6 @@ def branch_inputs(params: StackParams, trace: Trace, s: RunSettings) -> list[Pro
         Probe("branch_in_sd", "mlp", blocks, torch.stack(trace.mlp_in_sd, 1)),
         Probe("ffn_active", "mlp", blocks, torch.stack(trace.ffn_active, 1)),
     ]
-
-
-PROBES = (grad_norm, stream_stats, token_corr, omega, head_omega, block_independence,
-          branch_to_stream, branch_inputs)
 
 
 @torch.no_grad()
@@ -345,6 +445,10 @@ def probe_rows(probes: list[Probe], seeds: list[int]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
+@measures(
+    Metric("loss", "loss units", "loss", "the pass's loss per seed (mse or nats)",
+           sublayers="head"),
+)
 def pass_rows(probes: list[Probe], seeds: list[int], loss: Tensor) -> pd.DataFrame:
     """probe_rows of one pass's probes plus each seed's loss (metric loss, sublayer head,
     layer 0); loss is a (S,) tensor."""

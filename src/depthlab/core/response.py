@@ -17,7 +17,8 @@ from torch import Tensor
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from depthlab.core.model import Draw, StackParams, Trace, forward, per_seed_loss
-from depthlab.core.probes import Probe, rms, sq_norm
+from depthlab.core.probes import Probe, measures, rms, sq_norm
+from depthlab.vocabulary.metrics import INPUT_SD, Metric
 from depthlab.vocabulary.settings import RunSettings
 
 BranchScales = list[tuple[float, float]]  # as depthlab.core.measure: (attn, mlp) per block
@@ -73,6 +74,14 @@ def linearised(params: StackParams, x: Tensor, s: RunSettings,
     return jvp, vjp
 
 
+@measures(
+    Metric("jacobian_rms_sv", "1", "Jacobian rms singular value",
+           "rms singular value of the input-output Jacobian (random directions)",
+           sublayers="head", log=True, needs="jacobian"),
+    Metric("jacobian_max_sv", "1", "Jacobian largest singular value",
+           "largest singular value of the input-output Jacobian (power iteration)",
+           sublayers="head", log=True, needs="jacobian"),
+)
 def jacobian(params: StackParams, draw: Draw, s: RunSettings,
              branch_scales: BranchScales | None = None) -> list[Probe]:
     """The input-output Jacobian J = d(head input) / dx of each seed, x the drawn input (before
@@ -134,6 +143,14 @@ def first_step(params: StackParams, draw: Draw, s: RunSettings,
     return StackParams(blocks, {k: moved[id(v)] for k, v in params.final.items()}), y, trace
 
 
+@measures(
+    Metric("model_update", INPUT_SD, r"rms$(\Delta F)$",
+           "how far the first optimiser step moves what the head reads", sublayers="head",
+           log=True, needs="update"),
+    Metric("update_stream", INPUT_SD, r"rms$(\Delta x_l)$",
+           "how far the first optimiser step moves the stream after block l", log=True,
+           needs="update"),
+)
 @torch.no_grad()
 def model_update(params: StackParams, draw: Draw, s: RunSettings,
                  branch_scales: BranchScales | None = None) -> list[Probe]:

@@ -26,9 +26,10 @@ from depthlab.core.io import atomic_path
 from depthlab.core.logs import Progress
 from depthlab.core.measure import check_device
 from depthlab.core.model import Draw, StackParams, build, forward, per_seed_loss, torch_dtype
-from depthlab.core.probes import Probe, backward, pass_rows, probe_rows, run_probes
+from depthlab.core.probes import Probe, backward, measures, pass_rows, probe_rows, run_probes
 from depthlab.core.records import NonFiniteError, check_finite, tag
 from depthlab.vocabulary.jobs import Job
+from depthlab.vocabulary.metrics import Metric
 from depthlab.vocabulary.settings import RunSettings
 from depthlab.vocabulary.train_settings import TrainSettings, check_model
 
@@ -127,6 +128,11 @@ def head_input_of_windows(model: CharModel, ids: Tensor, s: RunSettings) -> Tens
     return model_loss(model, ids, s)[1].head_input
 
 
+@measures(
+    Metric("relative_update", "1", r"$\|\Delta F\| / \|F\|$",
+           "relative change of the trained model's output after its first update",
+           sublayers="head", log=True, needs="training"),
+)
 def update_rows(before: Tensor, after: Tensor, seeds: list[int]) -> pd.DataFrame:
     """`relative_update` at step 1: the relative change of the model's output (what the head
     reads on the probe batch) made by the first optimiser step, ||F(θ + Δθ) − F(θ)|| / ||F(θ)||
@@ -147,6 +153,10 @@ def validation_loss(model: CharModel, val_data: Tensor, eval_starts: np.ndarray,
         for b in eval_starts]).mean(0)
 
 
+@measures(
+    Metric("ablated_val_loss", "nats", "validation loss without block l (nats)",
+           "validation loss of the trained stack with block l removed", needs="training"),
+)
 def ablation_rows(model: CharModel, val_data: Tensor, eval_starts: np.ndarray, s: RunSettings,
                   step: int) -> pd.DataFrame:
     """Block ablation of the trained stack: `ablated_val_loss` (nats) at layer l is the
@@ -190,6 +200,17 @@ def _loss_rows(metric: str, steps: list[int], values: Tensor, seeds: list[int]) 
     })
 
 
+@measures(
+    Metric("train_loss", "nats", "training loss (nats)",
+           "next-character loss of the batch of update step+1", sublayers="head",
+           needs="training"),
+    Metric("val_loss", "nats", "validation loss (nats)",
+           "next-character loss on the fixed validation batches", sublayers="head",
+           needs="training"),
+    Metric("unigram_entropy", "nats", "unigram entropy (nats)",
+           "entropy of the corpus's characters, the loss of a model that ignores context",
+           sublayers="head", needs="training"),
+)
 def train_cell(s: RunSettings, ts: TrainSettings, ids: np.ndarray, cell: str = "") -> TrainResult:
     """Train all seeds of one cell on the encoded corpus `ids` and probe the checkpoints.
 

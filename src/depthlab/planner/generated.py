@@ -1,10 +1,12 @@
-"""The files written from the vocabulary, not by hand: the config schema's run settings (their
-names, types, bounds, choices and summaries) and config/README.md's table of them (defaults,
-allowed values, meanings, every placement with its definition) and of the metrics a shard holds.
+"""The files written from the vocabulary and the engine's declarations, not by hand: the config
+schema's run settings (their names, types, bounds, choices and summaries), config/README.md's
+table of them (defaults, allowed values, meanings, every placement with its definition) and of
+the metrics a shard holds, and the light copy of the metrics (vocabulary/metrics.py's METRICS).
 Each is a marked section of its file; `python -m depthlab.planner.generated` rewrites the
 sections, and tests/test_architecture.py fails where one is stale. Sources: RunSettings and
 CHOICES (vocabulary.settings), KEYS (vocabulary.keys), PLACEMENTS and PLACEMENT_SETS
-(vocabulary.placements), METRICS (vocabulary.metrics)."""
+(vocabulary.placements), the metrics the engine declares (core.probes.METRICS, `@probe` and
+`@measures`)."""
 
 from __future__ import annotations
 
@@ -15,8 +17,9 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from depthlab.core import measure, train  # noqa: F401  (their imports declare every metric)
+from depthlab.core.probes import METRICS
 from depthlab.vocabulary.keys import KEYS
-from depthlab.vocabulary.metrics import METRICS
 from depthlab.vocabulary.placements import PLACEMENT_SETS, PLACEMENTS
 from depthlab.vocabulary.settings import CHOICES, RunSettings
 
@@ -102,6 +105,12 @@ def readme_metrics_table() -> str:
     return "\n".join(rows)
 
 
+def metrics_copy() -> str:
+    """vocabulary/metrics.py's METRICS: the engine's declarations, a metric a line."""
+    return "\n".join(["METRICS: dict[str, Metric] = {m.name: m for m in (",
+                      *(f"    {m!r}," for m in METRICS.values()), ")}"])
+
+
 # (file, section name, its text)
 SECTIONS: tuple[tuple[str, str, Callable[[], str]], ...] = (
     ("workflow/schemas/config.schema.yaml", "placement sets", schema_placement_sets),
@@ -109,6 +118,7 @@ SECTIONS: tuple[tuple[str, str, Callable[[], str]], ...] = (
     ("workflow/schemas/config.schema.yaml", "settings", schema_settings),
     ("config/README.md", "settings", readme_settings_table),
     ("config/README.md", "metrics", readme_metrics_table),
+    ("src/depthlab/vocabulary/metrics.py", "metrics", metrics_copy),
 )
 
 
