@@ -10,7 +10,14 @@ import yaml
 from conftest import ROOT, copy_workflow, run_snakemake
 
 from depthlab.planner.grid import study_jobs
-from depthlab.planner.overlay import combined, config_of, overlay, typed, with_base
+from depthlab.planner.overlay import (
+    combined,
+    config_of,
+    overlay,
+    overridden,
+    typed,
+    with_base,
+)
 from depthlab.planner.validate import check_config
 from depthlab.studies import STUDIES
 
@@ -116,3 +123,77 @@ def test_snakemake_runs_a_one_setting_file_and_a_typed_command_line_value(tmp_pa
     assert based.returncode == 1 and "Traceback" not in output
     assert [line for line in output.splitlines() if "error" in line.lower()] == [
         "config error: base='config/nope.yaml': no config file of that name"]
+
+
+def seeds_by_arm(config: dict, study: str) -> dict[str, set]:
+    """The seed counts of each arm's cells of `study` in `config` (its measure jobs)."""
+    out: dict[str, set] = {}
+    for job in study_jobs(config):
+        if job.study == study:
+            out.setdefault(job.arm, set()).update(c.settings.seeds for c in job.cells)
+    return out
+
+
+def test_a_study_setting_reaches_the_arms_without_their_own_and_a_warning_names_the_rest():
+    given = {"studies": {"stack96": {"settings": {"seeds": 5}}}}
+    config = with_base(given, ROOT, DEFAULT)
+    seeds = seeds_by_arm(config, "stack96")
+    own = {arm for arm, counts in seeds.items() if counts != {5}}
+    assert own and own != set(seeds), seeds  # some arms keep their own, the others take 5
+    assert all(seeds[arm] == {36} for arm in own)
+    [line] = overridden(given, config)
+    assert line.startswith("studies.stack96.settings.seeds=5 does not reach arms ")
+    named = set(re.findall(r"(\w+) \(36\)", line))
+    assert named == own, (named, own)
+    # an arm the given config sets itself is what it asked for: no warning
+    mine = {"studies": {"stack96": {"settings": {"seeds": 5}, "arms": {
+        arm: {"settings": {"seeds": 5}} for arm in own}}}}
+    config = with_base(mine, ROOT, DEFAULT)
+    assert overridden(mine, config) == []
+    assert set().union(*seeds_by_arm(config, "stack96").values()) == {5}
+
+
+def test_a_study_setting_every_arm_varies_on_its_axes_is_a_warning():
+    given = {"studies": {"stack96": {"settings": {"depth": 5, "d_model": 64}}}}
+    config = with_base(given, ROOT, DEFAULT)
+    [line] = overridden(given, config)
+    arms = list(DEFAULT["studies"]["stack96"]["arms"])
+    assert line == (f"studies.stack96.settings.depth=5 is read by no cell: every arm varies depth "
+                    f"on its axes ({', '.join(arms)})")
+    assert {c.settings.d_model for j in study_jobs(config) if j.study == "stack96"
+            for c in j.cells} == {64}
+
+
+def test_a_training_setting_an_arm_overrides_is_a_warning_too():
+    given = {"studies": {"training": {"training": {"warmup_steps": 7}}}}
+    [line] = overridden(given, with_base(given, ROOT, DEFAULT))
+    assert line.startswith("studies.training.training.warmup_steps=7 does not reach arms ")
+    assert "warmup (30)" in line and "nowarmup (0)" in line
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (ROOT / "config").glob("*.yaml")
+                                        if p.name not in ("claims.yaml", "config.yaml")))
+def test_no_shipped_config_sets_a_study_setting_its_arms_override(name):
+    given = yaml.safe_load((ROOT / "config" / name).read_text())
+    assert overridden({k: v for k, v in given.items() if k != "base"},
+                      config_of(ROOT, f"config/{name}")) == []
+
+
+def test_the_readme_config_example_does_what_the_readme_says():
+    readme = (ROOT / "README.md").read_text()
+    example = readme.split("For example, `my.yaml`:\n\n```yaml\n", 1)[1].split("```", 1)[0]
+    given = yaml.safe_load(example)
+    study, settings = next(iter(given["studies"].items()))
+    value = settings["settings"]["seeds"]
+    config = with_base(given, ROOT, DEFAULT)
+    said = re.search(r"runs the default study with (\d+) seeds in\s+each arm of (\w+) that sets "
+                     r"none itself.*?so the (\w+) arms at `seeds: (\d+)`", readme, re.S)
+    assert said, "README: the example's sentence changed; keep this test in step"
+    assert (int(said[1]), said[2]) == (value, study)
+    seeds = seeds_by_arm(config, study)
+    kept = {arm for arm, counts in seeds.items() if counts != {value}}
+    words = ["zero", "one", "two", "three", "four", "five", "six", "seven"]
+    assert words.index(said[3]) == len(kept) > 0
+    assert all(seeds[arm] == {int(said[4])} for arm in kept)
+    [line] = overridden(given, config)
+    assert set(re.findall(rf"(\w+) \({said[4]}\)", line)) == kept

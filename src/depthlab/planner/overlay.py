@@ -3,7 +3,12 @@ the defaults (config/config.yaml), as Snakemake merges --configfile files onto a
 configfile, with `null` removing a key (a study, an arm, a setting) so that a run can also be
 smaller than the defaults (config/tiny.yaml drops what it does not run). A config with a `base:`
 (a config file's path) is merged onto that file's config instead: config/tiny_fixes.yaml holds
-only what shrinks config/fixes.yaml."""
+only what shrinks config/fixes.yaml.
+
+Study settings and arm settings: an arm's own `settings:` (and a training arm's `training:`)
+and its axes override its study's, key by key, whichever file gives them; a study setting that
+a config gives and some arm of the merged config overrides (with an arm setting the config
+does not give itself) is one warning line naming those arms (`overridden`)."""
 
 from __future__ import annotations
 
@@ -15,6 +20,8 @@ import yaml
 # the defaults every config is merged onto, relative to the workflow's root
 DEFAULTS = "config/config.yaml"
 BASE = "base"  # a config's key naming the config file it changes
+# a study's mappings that its arms override key by key (run settings, training settings)
+SCOPED = ("settings", "training")
 
 
 def overlay(base: dict, change: dict) -> dict:
@@ -89,3 +96,41 @@ def combined(first: dict, then: dict) -> dict:
         else:
             out[key] = copy.deepcopy(value)
     return out
+
+
+def overridden(given: dict, config: dict) -> list[str]:
+    """One line per study setting of `given` (a config as given: its files and --config
+    values, not what they are merged onto) that arms of the merged `config` override: with an
+    own value in the same mapping (`SCOPED`) that `given` does not set in that arm itself, or,
+    for a run setting, on the axes of every arm (then no cell reads it). Each line names the
+    setting, its value, the arms and their values."""
+    lines = []
+    studies = given.get("studies")
+    for name, study in (studies.items() if isinstance(studies, dict) else ()):
+        spec = (config.get("studies") or {}).get(name)
+        arms = spec.get("arms") if isinstance(spec, dict) else None
+        if not isinstance(study, dict) or not isinstance(arms, dict) or not arms:
+            continue
+        given_arms = study.get("arms") if isinstance(study.get("arms"), dict) else {}
+        for scope in SCOPED:
+            mapping = study.get(scope)
+            for key, value in (mapping.items() if isinstance(mapping, dict) else ()):
+                if value is None:
+                    continue
+                own = {arm: a[scope][key] for arm, a in arms.items()
+                       if isinstance(a, dict) and isinstance(a.get(scope), dict)
+                       and key in a[scope] and a[scope][key] != value
+                       and key not in ((given_arms.get(arm) or {}).get(scope) or {})}
+                where = f"studies.{name}.{scope}.{key}={value!r}"
+                if own:
+                    kept = ", ".join(f"{arm} ({v!r})" for arm, v in own.items())
+                    lines.append(
+                        f"{where} does not reach arm{'s' if len(own) > 1 else ''} {kept}, "
+                        f"whose own {scope} set it (set it under "
+                        f"studies.{name}.arms.<arm>.{scope} to change them)")
+                elif scope == "settings" and all(
+                        isinstance(a, dict) and key in (a.get("axes") or {})
+                        for a in arms.values()):
+                    lines.append(f"{where} is read by no cell: every arm varies {key} on "
+                                 f"its axes ({', '.join(arms)})")
+    return lines
