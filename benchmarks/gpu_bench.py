@@ -135,7 +135,8 @@ def two_runs(base: Path, name: str, device: str, targets: list[str], configs: tu
     runs = {}
     for arm, where in (("cpu", "cpu"), ("device", device)):
         work = workdir(base / f"{name}-{arm}")
-        settings = [f"device={where}", *([f"threads={threads}"] if threads else [])]
+        # run=null: the default run's folders, whatever name the configs give (tiny's, fixes')
+        settings = [f"device={where}", "run=null", *([f"threads={threads}"] if threads else [])]
         seconds = snakemake(work, *targets, "--cores", str(CORES), *_config_args(configs),
                             "--config", *settings)
         runs[arm] = (work, seconds, jobs_run(work))

@@ -18,6 +18,7 @@ import yaml
 
 from depthlab.core.corpus import fetch_corpus
 from depthlab.planner.cost import pass_plan
+from depthlab.planner.overlay import config_of
 from depthlab.studies import TARGETS
 from depthlab.vocabulary.corpus import CORPUS_SHA256, SHIPPED
 
@@ -117,20 +118,35 @@ def shared_frame(tmp_path_factory, worker_id: str, name: str, compute) -> pd.Dat
     return pd.read_parquet(path)
 
 
+def run_folder(workdir: Path, config: str) -> Path:
+    """Where a run of `config` started in `workdir` writes its results/: runs/<name>/ for a
+    named run (`run: {name: ...}`), else `workdir` itself."""
+    name = (config_of(workdir, config).get("run") or {}).get("name")
+    return workdir / "runs" / name if name else workdir
+
+
+def started_in(run: Path) -> Path:
+    """The folder snakemake was started in for a run whose results/ are in `run` (a named
+    run's runs/<name>/, or that folder itself)."""
+    return run.parents[1] if run.parent.name == "runs" else run
+
+
 def shared_run(tmp_path_factory, worker_id: str, config: str) -> Path:
-    """`config` run end to end once for the whole test session, shared by every pytest-xdist
-    worker (the first to ask runs it while the others wait on a lock); returns its working
-    directory, where CONSOLE holds what the run printed (stdout, then stderr)."""
+    """`config` run end to end once for the whole test session by `.venv/bin/snakemake --cores
+    all --configfile <config>` (README's command), shared by every pytest-xdist worker (the
+    first to ask runs it while the others wait on a lock); returns the folder that holds its
+    results/ (`run_folder`), where CONSOLE holds what the run printed (stdout, then stderr)."""
     with session_lock(tmp_path_factory, worker_id, Path(config).stem) as shared:
         workdir = shared / Path(config).stem
-        if not (workdir / CONSOLE).exists():
+        run = run_folder(ROOT, config).relative_to(ROOT)
+        if not (workdir / run / CONSOLE).exists():
             if workdir.exists():  # a run that failed part-way: start again
                 shutil.rmtree(workdir)
             workdir.mkdir()
             copy_workflow(workdir)
-            done = run_snakemake(workdir, "--cores", "2", "--configfile", config)
-            (workdir / CONSOLE).write_text(done.stdout + done.stderr)
-    return workdir
+            done = run_snakemake(workdir, "--cores", "all", "--configfile", config)
+            (workdir / run / CONSOLE).write_text(done.stdout + done.stderr)
+    return workdir / run
 
 
 @pytest.fixture(scope="session")

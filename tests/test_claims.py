@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from conftest import DELETE, ROOT, edited, run_snakemake, tiny_targets
+from conftest import DELETE, ROOT, edited, run_snakemake, started_in, tiny_targets
 
 from depthlab.claims.bands import simultaneous_interval
 from depthlab.claims.evidence import benjamini_hochberg, members_p, region_p
@@ -603,7 +603,7 @@ def test_monitor_growth_exponent_and_branch_ratio_slope():
 @pytest.mark.workflow
 def test_claims_rule_on_the_tiny_study(tiny_run):
     table = pd.read_parquet(tiny_run / "results/claims.parquet")
-    entries = load_claims(tiny_run / "config/claims.yaml")["claims"]
+    entries = load_claims(started_in(tiny_run) / "config/claims.yaml")["claims"]
     assert list(table["id"]) == [e["id"] for e in entries]
     assert set(table["outcome"]) <= set(OUTCOMES)
     # the tiny study (d_model 32, 3 seeds, depth 8) supports none of the notes' estimators:
@@ -628,7 +628,7 @@ def test_claims_rule_on_the_tiny_study(tiny_run):
 
 @pytest.mark.workflow
 def test_report_is_self_contained_with_every_figure_and_the_claims(tiny_run):
-    run_snakemake(tiny_run, "--configfile", "config/tiny.yaml", "--report",
+    run_snakemake(started_in(tiny_run), "--configfile", "config/tiny.yaml", "--report",
                   "results/report.html")
     html = (tiny_run / "results/report.html").read_text()
     results = json.loads(re.search(r"var results = (\{.*?\});\n", html, re.S)[1])

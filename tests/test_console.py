@@ -10,7 +10,7 @@ import pytest
 
 from depthlab.claims.publish import ledger_news
 from depthlab.core import logs
-from depthlab.planner.console import CalmConsole, calm, closing_summary
+from depthlab.planner.console import CalmConsole, calm, closing_summary, remeasured
 
 
 def record(msg, event="", level=logging.INFO, **extra):
@@ -91,3 +91,24 @@ def _restore_console_handlers():
     handlers = list(logs.CONSOLE.handlers)
     yield
     logs.CONSOLE.handlers = handlers
+
+
+def test_the_planned_jobs_are_announced_once_before_the_first_job():
+    called = []
+    console = CalmConsole(lambda: False, planned=lambda: called.append(len(called)))
+    assert console.filter(record("Building DAG of jobs..."))
+    assert called == []
+    assert console.filter(record("Job stats: ...", "run_info"))
+    assert console.filter(record("Job stats: ...", "run_info"))
+    assert called == [0]
+
+
+def test_shards_measured_again_are_one_line_per_reason():
+    shards = [("results/runs/s/a/x.parquet", True), ("results/runs/s/a/y.parquet", True),
+              ("results/runs/s/b/z.parquet", False)]
+    config, code = remeasured(shards)
+    assert config.startswith("depthlab: 2 shards measured again (results/runs/s/a/x.parquet and "
+                             "1 more): they were made with other settings (another config)")
+    assert code == ("depthlab: 1 shard measured again (results/runs/s/b/z.parquet): the code "
+                    "their numbers come from changed")
+    assert remeasured([]) == [] and len(remeasured(shards[:1])) == 1

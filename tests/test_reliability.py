@@ -25,7 +25,15 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 import yaml
-from conftest import ROOT, SNAKEMAKE, copy_workflow, run_snakemake, snakemake_env, whole
+from conftest import (
+    ROOT,
+    SNAKEMAKE,
+    copy_workflow,
+    run_snakemake,
+    snakemake_env,
+    started_in,
+    whole,
+)
 
 from depthlab.core import io
 from depthlab.core.measure import measure_job
@@ -93,10 +101,12 @@ def test_same_config_gives_the_same_numbers(tiny_run, tmp_path):
     shards = sorted((tiny_run / "results/runs/stack96/grad").glob("*.parquet"))[:2]
     assert len(shards) == 2
     paths = [str(p.relative_to(tiny_run)) for p in shards]
-    again = copy_workflow(tmp_path, source=tiny_run)
+    again = copy_workflow(tmp_path, source=started_in(tiny_run))
+    # targets name paths in the named run's folder (runs/tiny/)
     run_snakemake(again, *paths, "--cores", "2", "--configfile", "config/tiny.yaml")
+    folder = again / tiny_run.relative_to(started_in(tiny_run))
     for path in paths:
-        assert_same_parquet(tiny_run / path, again / path)
+        assert_same_parquet(tiny_run / path, folder / path)
 
 
 def test_adding_a_depth_leaves_existing_cells_unchanged():
@@ -303,7 +313,7 @@ def test_non_finite_job_fails_without_output(tmp_path):
 
 @pytest.mark.workflow
 def test_every_parquet_carries_provenance(tiny_run):
-    hashes = copy_codehash(tiny_run)
+    hashes = copy_codehash(started_in(tiny_run))
     files = sorted((tiny_run / "results").rglob("*.parquet"))
     assert files
     for path in files:
@@ -356,7 +366,7 @@ def test_provenance_json_summarises_the_run(tiny_run):
     config = summary["config"]
     assert summary["config_hash"] == io.config_hash(json.dumps(config, sort_keys=True))
     assert set(config["studies"]) == set(yaml.safe_load(
-        (tiny_run / "config/tiny.yaml").read_text())["studies"])
+        (started_in(tiny_run) / "config/tiny.yaml").read_text())["studies"])
     listed = set(summary["files"])
     for study in config["studies"]:
         shards = {str(p.relative_to(tiny_run))

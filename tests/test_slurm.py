@@ -24,7 +24,7 @@ import pandas as pd
 import pytest
 import torch
 import yaml
-from conftest import ROOT, SNAKEMAKE, copy_workflow, planned, run_snakemake
+from conftest import ROOT, SNAKEMAKE, copy_workflow, planned, run_folder, run_snakemake
 
 from depthlab.core.io import read_meta
 from depthlab.core.measure import check_device, measure_cell
@@ -471,10 +471,11 @@ def test_tiny_study_on_slurm(slurm_cluster, tiny_run, tmp_path):
         assert (row["Partition"], row["Account"]) == (PARTITION, ACCOUNT), row
     completed = {name for slurm_id, _, name in submitted
                  if acct[slurm_id]["State"] == "COMPLETED"}
-    shards = list((work / "results/runs").glob("*/*/*.parquet"))
+    run = run_folder(work, "config/tiny.yaml")  # a named run: runs/tiny/
+    shards = list((run / "results/runs").glob("*/*/*.parquet"))
     assert len(completed) == len(shards) >= 6
     for shard in shards:
-        study, arm, job = shard.relative_to(work / "results/runs").with_suffix("").parts
+        study, arm, job = shard.relative_to(run / "results/runs").with_suffix("").parts
         assert f"{study}_{arm}_{job}" in completed, shard
         assert read_meta(shard)["device"] == "cpu"  # the run metadata records the device
 
@@ -491,5 +492,5 @@ def test_tiny_study_on_slurm(slurm_cluster, tiny_run, tmp_path):
 
     # the same numbers as the local run
     for target in targets:
-        slurm, local = pd.read_parquet(work / target), pd.read_parquet(tiny_run / target)
+        slurm, local = pd.read_parquet(run / target), pd.read_parquet(tiny_run / target)
         pd.testing.assert_frame_equal(slurm, local, check_exact=True)

@@ -230,3 +230,18 @@ def report_outputs(target):
         labels={"name": target.name, "type": target.kind},
     )
     return outputs
+
+
+def remeasured_shards():
+    """(shard, whether its cells' settings changed) for each measure or train job that runs
+    again because its params changed since its shard was made (Snakemake's reason for it);
+    called once the jobs are planned (the console's `planned`)."""
+    out = []
+    for job in workflow.dag.needrun_jobs():
+        if job.rule.name not in ("measure", "measure_calibrated", "train"):
+            continue
+        changed = workflow.dag.reason(job).params_changed
+        if changed:
+            code = str(job.params.code)
+            out.append((job.output[0], any(code not in str(v) for v in changed.only_new)))
+    return out

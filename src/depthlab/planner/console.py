@@ -18,16 +18,21 @@ class CalmConsole(logging.Filter):
     """Counts the jobs that finish (`finished`); unless `quiet` is False, drops Snakemake's
     per-job records and scheduler lines from a console handler, and passes its progress record
     ("k of n steps (x%) done") when a tenth more of the jobs is done. `dry_run()` says whether
-    this is a dry run, whose job list is what was asked for."""
+    this is a dry run, whose job list is what was asked for; `planned()`, if given, is called
+    once as the job stats pass (the jobs are planned, none has run)."""
 
-    def __init__(self, dry_run: Callable[[], bool], quiet: bool = True):
+    def __init__(self, dry_run: Callable[[], bool], quiet: bool = True,
+                 planned: Callable[[], None] | None = None):
         super().__init__()
-        self.dry_run, self.quiet = dry_run, quiet
+        self.dry_run, self.quiet, self.planned = dry_run, quiet, planned
         self.tenth = self.finished = 0
 
     def filter(self, record: logging.LogRecord) -> bool:
         event = str(getattr(record, "event", ""))
         self.finished += event == "job_finished"
+        if event == "run_info" and self.planned:  # the job stats: the jobs are planned
+            planned, self.planned = self.planned, None
+            planned()
         if not self.quiet or record.levelno >= logging.WARNING or self.dry_run():
             return True
         if event in PER_JOB or str(record.msg).startswith(SCHEDULER):
@@ -42,10 +47,11 @@ class CalmConsole(logging.Filter):
 
 
 def calm(handlers: list[logging.Handler], dry_run: Callable[[], bool],
-         quiet: bool = True) -> CalmConsole:
+         quiet: bool = True, planned: Callable[[], None] | None = None) -> CalmConsole:
     """Add one CalmConsole to each console handler (a stream handler, not a log file's) and
-    return it (its `finished` count is the closing summary's)."""
-    console = CalmConsole(dry_run, quiet)
+    return it (its `finished` count is the closing summary's); `planned` is called once, when
+    Snakemake states the jobs it plans (its job stats), before any job runs."""
+    console = CalmConsole(dry_run, quiet, planned)
     for handler in handlers:
         if isinstance(handler, logging.StreamHandler) and not isinstance(
                 handler, logging.FileHandler):
@@ -60,3 +66,20 @@ def closing_summary(jobs: int, seconds: float, ledger: str, report: str) -> str:
     took = f"{minutes} min {secs} s" if minutes else f"{secs} s"
     return "\n".join([f"depthlab: {jobs} jobs done in {took}.", ledger,
                       f"The report, every figure and table in one file: {report}"])
+
+
+def remeasured(shards: list[tuple[str, bool]]) -> list[str]:
+    """The console's lines on shards measured again because their params changed since they
+    were made, from (shard, whether its cells' settings changed) pairs: one line for those
+    made with another config (their cells differ), one for those whose code changed."""
+    lines = []
+    for by_config, why in ((True, "they were made with other settings (another config): a "
+                                  "named run, run: {name: ...}, keeps a config's results apart"),
+                           (False, "the code their numbers come from changed")):
+        paths = [path for path, changed in shards if changed is by_config]
+        if paths:
+            more = f" and {len(paths) - 1} more" if len(paths) > 1 else ""
+            lines.append(f"depthlab: {len(paths)} shard{'s' if len(paths) > 1 else ''} "
+                         f"measured again ({paths[0]}{more}): {why}")
+    return lines
+
