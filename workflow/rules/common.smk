@@ -73,6 +73,8 @@ def file_hash(path):
     if not os.path.exists(path):
         return ""
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+
+
 # the config files shipped in config/ (a target this config cannot build names those that can)
 # (each as the run it gives: merged onto the defaults)
 # (none where the workflow is loaded by URL: its config/ cannot be listed)
@@ -243,5 +245,12 @@ def remeasured_shards():
         changed = workflow.dag.reason(job).params_changed
         if changed:
             code = str(job.params.code)
-            out.append((job.output[0], any(code not in str(v) for v in changed.only_new)))
+            out.append(
+                (job.output[0], any(code not in str(v) for v in changed.only_new))
+            )
     return out
+
+
+def existing(files):
+    """The files of a list that exist (an input function: read when the DAG is built)."""
+    return lambda w: [p for p in files if os.path.exists(p)]

@@ -32,11 +32,6 @@ DOCUMENTED_LEDGERS = [
 CONFIRM_LEDGERS = [f"runs/{name}/{paths.LEDGER['parquet']}" for name in CONFIRM_RUNS]
 
 
-def existing(files):
-    """The files of a list that exist (an input function: read when the DAG is built)."""
-    return lambda w: [p for p in files if os.path.exists(p)]
-
-
 # every figure of the run as thumbnails on one page, to look the run over at a glance (a rule,
 # not a declared target: a declaration belongs to one study and draws from its fits, while the
 # sheet reads the rendered figures of every study)
