@@ -886,11 +886,14 @@ def test_results_doc_heads_with_the_confirmatory_run_the_exploratory_beside():
     assert moves.to_numpy().sum() == 2
     doc = results_doc(explore, readings, "rules", "a test", confirm, "abc")
     assert "## Counts (confirmatory: seeds never seen)" in doc
-    assert "Graded at the freeze abc: 1 supported, 0 contradicted, 1 inconclusive" in doc
+    assert ("Confirmatory run (seeds never seen, rules frozen at abc): 1 supported, 0 "
+            "contradicted, 1 inconclusive") in doc
     assert "Exploratory run: contradicted." in doc and "Exploratory run: the same." in doc
     assert outcomes_in(doc) == {ENTRY["id"]: "supported", "far": "inconclusive"}
     alone = results_doc(explore, readings, "rules", "a test")
     assert "no confirmatory run at this freeze yet" in alone
+    assert "Exploratory run (its seeds chose the readings; no confirmatory run at these rules " \
+        "yet): 1 supported, 1 contradicted" in alone
     assert outcomes_in(alone) == {ENTRY["id"]: "supported", "far": "contradicted"}
     # FIXES.md's and SCALE.md's tables read the same rows: the documents agree entry by entry
     assert outcomes_in(verdict_table(confirm, explore)) == outcomes_in(doc)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from depthlab.claims.merge import fingerprint_of, merge_runs
-from depthlab.claims.publish import DEFAULT_RUN, results_doc, summary_line, verdict_table
+from depthlab.claims.publish import DEFAULT_RUN, headline_line, results_doc, verdict_table
 from depthlab.core.io import read_meta, write_text
 from depthlab.core.logs import to_file
 
@@ -65,5 +65,5 @@ replace_between(docs / "SCALE.md", "ledger:scale",
                 verdict_table(headline[headline["fit"] == "scale"], beside))
 # the README's summary line sits between two markers; only that line is rewritten (in place:
 # README.md is no declared output, which Snakemake would delete before the job)
-replace_between(docs.parent / "README.md", "claims-summary", summary_line(headline) + ".",
-                inline=True)
+replace_between(docs.parent / "README.md", "claims-summary",
+                headline_line(explored, confirmed, frozen), inline=True)

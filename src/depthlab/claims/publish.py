@@ -166,6 +166,18 @@ def summary_line(table: pd.DataFrame) -> str:
             "of them)")
 
 
+def headline_line(explored: pd.DataFrame, confirmed: pd.DataFrame | None = None,
+                  freeze: str = "") -> str:
+    """The headline counts with the run they come from (the README's summary line and
+    docs/RESULTS.md's): the confirmatory run's at the freeze where graded, else the
+    exploratory run's, whose seeds chose the readings."""
+    if confirmed is None:
+        return ("Exploratory run (its seeds chose the readings; no confirmatory run at these "
+                f"rules yet): {summary_line(explored)}.")
+    return f"Confirmatory run (seeds never seen, rules frozen at {freeze}): " \
+        f"{summary_line(confirmed)}."
+
+
 def ledger_news(parquet: str | Path, markdown: str, since: float) -> str:
     """One line on the claims ledger at the end of a run: its counts where the run built it
     (`parquet` written after `since`, a time.time()), else where it is, or that there is none."""
@@ -280,11 +292,11 @@ def results_doc(explored: pd.DataFrame, readings: pd.DataFrame, rules: str, sour
         lines += ["## Counts (exploratory: no confirmatory run at this freeze yet)", "",
                   "The confirmatory runs (`config/confirm*.yaml`, seeds never seen) have not been "
                   "graded at the rules below: these counts are the exploratory run's, whose seeds "
-                  "chose the readings.", "", summary_line(explored) + ".", "",
+                  "chose the readings.", "", headline_line(explored), "",
                   count_table(explored).to_markdown(index=False), ""]
     else:
         lines += ["## Counts (confirmatory: seeds never seen)", "",
-                  f"Graded at the freeze {freeze}: " + summary_line(confirmed) + ".", "",
+                  headline_line(explored, confirmed, freeze), "",
                   count_table(confirmed).to_markdown(index=False), "",
                   "### The exploratory run (the seeds that chose the readings)", "",
                   summary_line(explored) + ".", "",
