@@ -615,7 +615,9 @@ def test_claims_rule_on_the_tiny_study(tiny_run):
     # the tiny study is not the note's stack: no false verdicts, the difference said
     row = table.set_index("id").loc["varsplit.v_ratio"]
     assert row["outcome"] == "not comparable"
-    assert row["verdict"] == "not comparable: depth 8, note 64; seeds 4, note 24"
+    assert row["verdict"] == ("not comparable: depth 8, note 64; seeds 4, note 24; depth 8, the "
+                              "estimator needs 64; seeds 4, the estimator needs 6; d_model 16, "
+                              "the estimator needs 64")
     # a row outside the tiny grid is not measured, with the reason
     row = table.set_index("id").loc["stack96.grad_ratio.none.L96"]
     assert row["outcome"] == "not measured" and row["notes"].startswith("not in this grid")
@@ -623,7 +625,7 @@ def test_claims_rule_on_the_tiny_study(tiny_run):
     assert f"({len(entries)}) |" in md and re.search(r"^\| all\s+\|", md, re.M)
     readings = pd.read_csv(tiny_run / "results/claims_readings.csv")
     assert list(readings.columns) == ["note", "setting", "label", "graded", "outside",
-                                      "p_joint", "excluded", "by"]
+                                      "p_joint", "excluded", "by", "why"]
 
 
 @pytest.mark.workflow

@@ -71,8 +71,9 @@ def test_docs_figures_come_from_this_run_or_the_named_run_that_drew_them(tmp_pat
 @pytest.mark.workflow
 def test_docs_rules_refuse_a_tiny_config_with_one_line(tmp_path):
     work = copy_workflow(tmp_path)
+    (work / "unnamed.yaml").write_text("run: null\n")  # the tiny study in results/
     run = run_snakemake(work, "--cores", "1", "docs_results", "docs_figures",
-                        "--configfile", "config/tiny.yaml", check=False)
+                        "--configfile", "config/tiny.yaml", "unnamed.yaml", check=False)
     output = run.stdout + run.stderr
     refused = [line for line in output.splitlines() if line.startswith(
         ("docs_figures: ", "docs_results: "))]

@@ -116,7 +116,9 @@ def test_a_bad_name_prints_one_line_and_makes_no_folder(workdir):
 @pytest.mark.workflow
 def test_without_a_name_nothing_moves(tmp_path):
     work = copy_workflow(tmp_path)
-    dry = run_snakemake(work, "-n", "--nolock", "--configfile", TINY, check=False)
+    (work / "unnamed.yaml").write_text("run: null\n")  # the tiny study without its name
+    dry = run_snakemake(work, "-n", "--nolock", "--configfile", TINY, "unnamed.yaml",
+                        check=False)
     assert dry.returncode == 0, dry.stdout[-2000:] + dry.stderr[-4000:]
     assert {"results/provenance.json", "results/tables/stack96.parquet"} <= \
         planned_outputs(dry.stdout)

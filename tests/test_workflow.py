@@ -75,7 +75,8 @@ def test_the_tiny_run_s_console_is_calm_and_ends_with_the_summary(tiny_run):
     assert not warned, warned[:3]
     summary = console[console.index("depthlab: "):]
     assert re.match(rf"depthlab: {steps[-1][0]} jobs done in \d+", summary)
-    assert re.search(r"^Claims: \d+ supported, .*Each claim: results/claims.md$", summary, re.M)
+    assert re.search(r"^Claims: \d+ supported, .*Each claim: runs/tiny/results/claims.md$",
+                     summary, re.M)
     assert "snakemake --report results/report.html --configfile config/tiny.yaml" in summary
 
 

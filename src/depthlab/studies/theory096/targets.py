@@ -15,7 +15,8 @@ TARGETS = declare(
         "the note's ω_k·√(2/π) (input counted as term 0 or 1), the note's general form "
         "ω_k² = 2 − 2√(V_{k−1}/V_k) with each seed's measured stream variance V_k, and the "
         "theorem with the measured block-output variances; median, band: seed range (theory: "
-        "median across seeds), per output scale.",
+        "median across seeds), per output scale and for the premise arm (Sandwich-LN, both "
+        "branches ×10: equal-σ blocks, the input 1/200 of a block).",
     ),
     Target(
         "table_omega_exponent",
@@ -47,13 +48,15 @@ TARGETS = declare(
         caption="The independence assumption at init: variance additivity (V_L − V_0)/Σ Var "
         "f_k (1 if independent), the drift of Var f_k over depth (1 for one σ), and mean "
         "correlations of block outputs with the stream and with each other (0 if "
-        "independent); means and 95% CIs across seeds, per output scale.",
+        "independent); means and 95% CIs across seeds, per output scale and for the premise "
+        "arm (Sandwich-LN, both branches ×10).",
     ),
     Target(
         "fig_block_output_correlation",
-        "theory096: correlation matrix of block outputs, one panel per output scale",
+        "theory096: correlation matrix of block outputs, one panel per output scale and premise",
         draw="figures:block_output_correlation", reads=("*",),
         caption="Seed-mean correlation corr(f_i, f_j) of the outputs of blocks i and j "
-        "(Pearson over all tokens and coordinates, dimensionless), one panel per output scale.",
+        "(Pearson over all tokens and coordinates, dimensionless), one panel per output scale "
+        "and one for the premise arm (Sandwich-LN, both branches ×10).",
     ),
 )
