@@ -14,6 +14,11 @@ from depthlab.studies.theory096.tables import cells, deepest
 COUNTING = "k = block index: D_k = LN(x_k) − LN(x_{k−1}), x_0 = the input, LN without affine"
 
 
+def short(cell: str) -> str:
+    """A cell's panel title: its output scale, or its arm (the caption says what it is)."""
+    return f"{cell.split(': ')[0]} arm" if ": " in cell else cell
+
+
 def omega_vs_theory(fits: pd.DataFrame):
     """Per cell (columns: each output scale, then the premise arm): mean |D_k| (top) and
     Var D_k (bottom) against k, log-log,
@@ -37,9 +42,9 @@ def omega_vs_theory(fits: pd.DataFrame):
             def shown(mean_abs, kind=kind):  # a Gaussian's E|D| -> the plotted statistic
                 return mean_abs if kind == "abs" else (mean_abs / GAUSS_ABS) ** 2
 
-            for terms, style, name in ((0, "-", "ω_k, input = term 0"),
+            for terms, style, what in ((0, "-", "ω_k, input = term 0"),
                                        (1, "--", "ω_{k+1}, input = term 1")):
-                reference(ax, k, shown(formula_abs(k, terms)), f"the note: {name}",
+                reference(ax, k, shown(formula_abs(k, terms)), f"the note: {what}",
                           ls=style, color="#0173b2")
             for frame, label, style, color in (
                     (general, "the note's 2 − 2√(V_{k−1}/V_k), measured V_k", "-", "#d55e00"),
@@ -49,7 +54,7 @@ def omega_vs_theory(fits: pd.DataFrame):
                     reference(ax, sub["layer"], shown(sub["median"]), label, ls=style,
                               color=color, lw=1.2 if style == ":" else 0.7)
             log_scale(ax, "x", "y")
-        axes[0][col].set_title(name.replace(": ", ":\n"))
+        axes[0][col].set_title(short(name))
         axes[1][col].set_xlabel("block k")
         axes[0][col].set_ylabel("mean |D_k| per coordinate")
         axes[1][col].set_ylabel("Var D_k per coordinate")
@@ -83,7 +88,7 @@ def block_output_correlation(fits: pd.DataFrame):
         sns.heatmap(matrix, cmap="RdBu_r", vmin=-vmax, vmax=vmax, center=0, square=True,
                     xticklabels=step, yticklabels=step, ax=ax,
                     cbar_kws={"label": f"corr(f_i, f_j), mean of {n} seeds", "shrink": 0.8})
-        ax.set_title(f"{name}\nmean off-diagonal {sub['mean'].mean():.1e}")
+        ax.set_title(f"{short(name)}\nmean off-diagonal {sub['mean'].mean():.1e}")
         ax.set_xlabel("block j")
         ax.set_ylabel("block i")
     return fig

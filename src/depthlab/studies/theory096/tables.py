@@ -18,7 +18,9 @@ def cell_name(arm: str, placement: str, out_scale: float) -> str:
     """A cell's name in tables and figures: its output scale, and for another placement than
     the note's Pre-LN (the premise arm's Sandwich-LN) the arm and the placement too."""
     scale = f"output scale {out_scale:g}"
-    return scale if placement == "pre" else f"{arm}: {PLACEMENTS[placement].label}, {scale}"
+    if placement == "pre":
+        return scale
+    return f"{arm}: {PLACEMENTS[placement].label}" + ("" if out_scale == 1 else f", {scale}")
 
 
 def deepest(fits: pd.DataFrame, quantity: str) -> pd.DataFrame:
