@@ -148,6 +148,11 @@ def test_tiny_theory096_tables(tiny_run):
     assert [r.split(" (L=")[0] for r in measured.iloc[:, 0]] == [
         "measured, output scale 1", "measured, output scale 3", "measured, output scale 10",
         "measured, premise: Sandwich-LN"]
+    # every cell is set against the theorem under its measured variances too
+    assert measured.filter(like="independence prediction").notna().all().all()
+    independence = pd.read_csv(tiny_run / "results/tables/block_independence.csv")
+    assert len(independence) == len(measured)
+    assert independence["(V_L − V_0) / Σ Var f_k"].notna().all()
     slopes = measured.filter(like="slope").to_numpy(float)
     assert np.isfinite(slopes).all()
     # a larger output scale makes blocks comparable to the input: a steeper decay

@@ -21,12 +21,12 @@ def short(cell: str) -> str:
 
 def omega_vs_theory(fits: pd.DataFrame):
     """Per cell (columns: each output scale, then the premise arm): mean |D_k| (top) and
-    Var D_k (bottom) against k, log-log,
-    median and seed range, beside the theory, each curve named by its source: the note's
-    formula counting the input as term 0 (omega_k) and as term 1 (omega_{k+1}); its general
-    form omega_k^2 = 2 - 2 sqrt(V_{k-1}/V_k) with each seed's measured stream variances (the
-    fit's omega_abs_general); and the theorem under the measured block-output sizes (the fit's
-    omega_abs_indep); the theory curves are medians across seeds."""
+    Var D_k (bottom) against k, log-log, median and seed range, beside the theory, each curve
+    named by its source: the note's formula counting the input as term 0 (omega_k) and as
+    term 1 (omega_{k+1}); its general form omega_k^2 = 2 - 2 sqrt(V_{k-1}/V_k) with each
+    seed's measured stream variances (the fit's omega_abs_general); and the theorem under the
+    measured block-output sizes (the fit's omega_abs_indep); the theory curves are medians
+    across seeds."""
     omega = {"abs": deepest(fits, "omega_abs"), "var": deepest(fits, "omega_var")}
     indep = deepest(fits, "omega_abs_indep")
     general = deepest(fits, "omega_abs_general")
@@ -66,8 +66,8 @@ def omega_vs_theory(fits: pd.DataFrame):
 
 def block_output_correlation(fits: pd.DataFrame):
     """Per cell (each output scale, then the premise arm): the seed-mean correlation
-    corr(f_i, f_j) of what blocks i and j add
-    to the stream, off-diagonal only, as a seaborn heatmap on one symmetric colour scale."""
+    corr(f_i, f_j) of what blocks i and j add to the stream, off-diagonal only, as a seaborn
+    heatmap on one symmetric colour scale."""
     corr = deepest(fits, "block_corr")
     names = cells(corr)
     vmax = float(corr["mean"].abs().max())

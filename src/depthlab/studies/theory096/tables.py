@@ -30,9 +30,8 @@ def deepest(fits: pd.DataFrame, quantity: str) -> pd.DataFrame:
     q = q.assign(cell=[cell_name(*key) for key in zip(q["arm"], q["placement"], q["out_scale"],
                                                       strict=True)])
     top = q.groupby("cell")["depth"].transform("max")
-    q = q[q["depth"] == top]
-    order = q["placement"].ne("pre").astype(int) * 1e9 + q["out_scale"]
-    return q.assign(_order=order).sort_values("_order", kind="stable").drop(columns="_order")
+    q = q[q["depth"] == top].assign(_other=q["placement"].ne("pre"))
+    return q.sort_values(["_other", "out_scale"], kind="stable").drop(columns="_other")
 
 
 def cells(frame: pd.DataFrame) -> list[str]:
@@ -88,8 +87,8 @@ def omega_exponent(fits: pd.DataFrame, omega_tolerance: float = 0.1) -> pd.DataF
         row[f"mean|D| k={ref} / k=1"] = r["median"]
         row["seed range"] = spread(r["min"], r["max"])
         label = f"±{fmt(100 * omega_tolerance, 2)}%"
-        for name, terms in (("term 0", 0), ("term 1", 1)):
-            row[f"within {label} of formula ({name}) at k"] = agreement(
+        for term, terms in (("term 0", 0), ("term 1", 1)):
+            row[f"within {label} of formula ({term}) at k"] = agreement(
                 k, measured, formula_abs(k, terms), omega_tolerance)
         ind = indep[indep["cell"] == name].sort_values("layer")
         if not ind.empty:
@@ -101,12 +100,19 @@ def omega_exponent(fits: pd.DataFrame, omega_tolerance: float = 0.1) -> pd.DataF
 
 def block_independence(fits: pd.DataFrame) -> pd.DataFrame:
     """Per cell (output scale, and the premise arm): sigma^2 (mean Var f_k), its drift over
-    depth, V_0 and V_L, the
-    variance additivity (V_L - V_0) / sum Var f_k, and the mean correlations of block outputs
-    with the stream they join and with each other (means across seeds with 95% CIs)."""
+    depth, V_0 and V_L, the variance additivity (V_L - V_0) / sum Var f_k, and the mean
+    correlations of block outputs with the stream they join and with each other (means across
+    seeds with 95% CIs)."""
     block_var = deepest(fits, "block_var")
     stream_var = deepest(fits, "stream_var")
     matrix = deepest(fits, "block_corr")
+    summaries = [(column, deepest(fits, quantity)) for quantity, column in (
+        ("block_var_drift", "Var f: last / first quarter"),
+        ("var_additivity", "(V_L − V_0) / Σ Var f_k"),
+        ("block_stream_corr_mean", "mean corr(f_k, x_{k−1})"),
+        ("block_corr_mean", "mean corr(f_i, f_j), i≠j"),
+        ("block_corr_lag1", "mean corr(f_k, f_{k+1})"),
+    )]
     rows = []
     for name in cells(block_var):
         bv = block_var[block_var["cell"] == name]
@@ -114,18 +120,11 @@ def block_independence(fits: pd.DataFrame) -> pd.DataFrame:
         v = stream_var[stream_var["cell"] == name].set_index("layer")["mean"]
         row = {"cell": name, "L": L, "σ² = mean Var f_k": bv["mean"].mean(),
                "V_0": v.loc[0], "V_L": v.loc[L]}
-        for quantity, name in (
-            ("block_var_drift", "Var f: last / first quarter"),
-            ("var_additivity", "(V_L − V_0) / Σ Var f_k"),
-            ("block_stream_corr_mean", "mean corr(f_k, x_{k−1})"),
-            ("block_corr_mean", "mean corr(f_i, f_j), i≠j"),
-            ("block_corr_lag1", "mean corr(f_k, f_{k+1})"),
-        ):
-            q = deepest(fits, quantity)
-            q = q[q["cell"] == name]
+        for column, frame in summaries:
+            q = frame[frame["cell"] == name]
             if not q.empty:
-                row[name] = q["mean"].iloc[0]
-                row[f"{name} 95% CI"] = spread(q["ci_lo"].iloc[0], q["ci_hi"].iloc[0])
+                row[column] = q["mean"].iloc[0]
+                row[f"{column} 95% CI"] = spread(q["ci_lo"].iloc[0], q["ci_hi"].iloc[0])
         m = matrix[matrix["cell"] == name]
         if not m.empty:
             row["max |seed-mean corr(f_i, f_j)|"] = m["mean"].abs().max()
