@@ -176,8 +176,10 @@ def test_placements_are_defined_once():
     """The registry is the one list: labels, colours and order come from it, and every entry
     has a block function whose docstring cites its definition."""
     assert placements.ORDER == tuple(placements.PLACEMENTS)
+    # a colour each, and room for far more placements than the registry holds
     assert len(set(placements.COLORS.values())) == len(placements.PLACEMENTS)
-    assert set(placements.COLORS.values()) <= set(placements.PALETTE)  # colour-blind safe
+    more = [placements.color(i) for i in range(200)]
+    assert len(set(more)) == len(more) and all(re.fullmatch(r"#[0-9a-f]{6}", c) for c in more)
     # a marker each, so that curves differ in shape as well as colour
     assert len(set(placements.MARKERS.values())) == len(placements.PLACEMENTS)
     assert {p.family for p in placements.PLACEMENTS.values()} == set(placements.FAMILIES)
@@ -185,6 +187,20 @@ def test_placements_are_defined_once():
         assert p.block.__doc__ and p.label and p.summary
     text = "".join(p.read_text() for p in (PACKAGE / "studies").rglob("*.py"))
     assert '"post", "pre"' not in text and '"pre", "post"' not in text  # no second order
+
+
+def test_the_placements_keep_their_colours():
+    """The figures' colours of the placements as they were drawn before the colours were
+    generated (6cd32b4), and the calibrated Pre-LN variant's, the first after the 17 of them
+    (the first after an 18th's where there is one)."""
+    before = {"post": "#0173b2", "pre": "#de8f05", "none": "#029e73", "deepnorm": "#d55e00",
+              "resi_dual": "#cc78bc", "sandwich": "#ca9161", "peri": "#fbafe4",
+              "rezero": "#949494", "lns": "#ece133", "deepnorm_torchscale": "#e7298a",
+              "deepnorm_alpha": "#7f2704", "deepnorm_beta": "#023858", "depth_mup": "#00441b",
+              "mix_ln": "#54278f", "dyt": "#b2182b", "normformer": "#56b4e9",
+              "t_fixup": "#252525"}
+    assert {n: placements.COLORS[n] for n in before} == before
+    assert placements.color(17) == "#999933"
 
 
 def test_target_names_and_outputs_are_unique_and_declared_once():

@@ -14,6 +14,7 @@ from conftest import planned
 from torch import nn
 
 import depthlab.core.model as model
+import depthlab.core.norms as norms
 from depthlab.core.measure import measure_cell
 from depthlab.core.model import OWN_INIT_STREAM, build, forward, per_seed_loss
 from depthlab.planner.cost import pass_plan
@@ -48,8 +49,8 @@ class Ref:
         self.s = s
         self.lin = {n: self._linear(p[f"w{n}"][seed], p[f"b{n}"][seed] if f"b{n}" in p else None)
                     for n in "qkvo12"}
-        self.ln = {name[:-2]: norm_module(p, name[:-2], seed)
-                   for name in p if name.startswith("ln") and name.endswith("_w")}
+        self.ln = {norm: norm_module(p, norm, seed)
+                   for norm in {name.rsplit("_", 1)[0] for name in p if name.startswith("ln")}}
         self.alpha = p["alpha"][seed] if "alpha" in p else None
         self.head_scale = p["head_scale"][seed] if "head_scale" in p else None
 
@@ -86,14 +87,23 @@ class Ref:
         return self.lin["2"](hidden)
 
 
+# the parameters of a norm of each kind, by suffix: gain w, bias b, DyT's alpha a
+NORM_SUFFIXES = {"layernorm": "wb", "rmsnorm": "w", "dyt": "wba"}
+
+
 def norm_module(p: dict, name: str, seed: int):
     """One seed's norm `name` of parameters p: DyT, gamma * tanh(alpha x) + beta, where p holds
-    an alpha (Zhu et al. 2025), else an nn.LayerNorm."""
-    w, b = p[f"{name}_w"][seed], p[f"{name}_b"][seed]
+    an alpha (Zhu et al. 2025), an nn.RMSNorm where it holds no bias, else an nn.LayerNorm."""
+    w = p[f"{name}_w"][seed]
     if f"{name}_a" in p:
-        alpha = p[f"{name}_a"][seed]
+        alpha, b = p[f"{name}_a"][seed], p[f"{name}_b"][seed]
         return lambda x: w * torch.tanh(alpha * x) + b
-    return ln_module(w, b)
+    if f"{name}_b" not in p:
+        rms = nn.RMSNorm(w.shape[0], dtype=torch.float64)
+        with torch.no_grad():
+            rms.weight.copy_(w)
+        return rms
+    return ln_module(w, p[f"{name}_b"][seed])
 
 
 def ln_module(w, b) -> nn.LayerNorm:
@@ -205,16 +215,16 @@ def test_shapes_and_block_params(name):
     assert len(trace.mid) == len(trace.attn) == len(trace.mlp) == s.depth
     assert len(trace.carry) == (s.depth + 1 if p.carry else 0)
     assert all(t.shape == (2, n, s.d_model) for t in trace.stream + trace.carry + trace.mid)
-    norms = {f"{ln}_{k}" for ln in p.norms for k in ("wb" if p.dyt_alpha0 is None else "wba")}
+    norms = {f"{ln}_{k}" for ln in p.norms for k in NORM_SUFFIXES[p.norm]}
     own = {"head_scale"} if p.head_scales else set()
-    own |= {"lnf_w", "lnf_b"} if p.ffn_norm else set()
+    own |= {f"lnf_{k}" for k in NORM_SUFFIXES[p.norm]} if p.ffn_norm else set()
     expect = {f"{k}{m}" for k in "wb" for m in "qkvo12"} | norms | set(p.gates) | own
     unbiased, _ = build(dataclasses.replace(s, bias=False), [0, 1])
     assert set(unbiased.blocks[0]) == expect - {f"b{m}" for m in "qkvo12"}
     for b in params.blocks:
         assert set(b) == expect
         assert all(b[g].shape == (2,) for g in p.gates)
-        init = {"w": 1, "b": 0, "a": p.dyt_alpha0}
+        init = {"w": 1, "b": 0, "a": 0.5}  # DyT's alpha_0, the paper's default outside LLMs
         assert all(b[k].detach().eq(init[k[-1]]).all() for k in norms | own - {"head_scale"})
         if p.head_scales:  # NormFormer's head scales: one per head and seed, 1 at init
             assert b["head_scale"].shape == (2, s.heads) and b["head_scale"].eq(1).all()
@@ -264,7 +274,7 @@ def test_deepnorm_init_and_skip():
     with torch.no_grad():
         _, trace = forward(params, draw.x, s)
         b = params.blocks[0]
-        mid = model.layer_norm(alpha * trace.stream[0] + trace.attn[0], b["ln1_w"], b["ln1_b"])
+        mid = norms.layer_norm(alpha * trace.stream[0] + trace.attn[0], b["ln1_w"], b["ln1_b"])
         torch.testing.assert_close(trace.mid[0], mid, rtol=0, atol=0)
     # the branch-to-stream ratio's skip path is alpha times the stream
     frame = measure_cell(s, pass_plan(s))

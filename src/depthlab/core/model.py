@@ -5,27 +5,28 @@ Python and dispatch overhead of a loop over small matrices is paid once. Seed s 
 exactly the model that `torch.manual_seed(seed_s)` followed by building PyTorch modules gives.
 
 Each block is its placement's block function (depthlab.vocabulary.placements) run on the
-sublayer operations of `BlockOps`; the registry entry also says which norms and gates a block
-has, whether a placement draws its own init, scales its skip path, carries a second stream or
+sublayer operations of `BlockOps`; the registry entry also says which norms (of which norm kind,
+depthlab.core.norms) and gates a block has, whether it draws its own init (an init kind,
+depthlab.vocabulary.inits, drawn on `DrawOps`), scales its skip path, carries a second stream or
 normalises the input. Pre-LN and Post-LN equal `nn.TransformerEncoderLayer(norm_first=True/False)`
 with the same weights and dropout 0 (tested).
 """
 
 from __future__ import annotations
 
-import math
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor, nn
+from torch import Tensor
 
+from depthlab.core.draws import DrawOps, linear_init
+from depthlab.core.norms import NORM_KINDS
 from depthlab.core.prefetch import ahead
-from depthlab.vocabulary.placements import PLACEMENTS
+from depthlab.vocabulary.inits import INIT_KINDS
+from depthlab.vocabulary.placements import PLACEMENTS, Placement
 from depthlab.vocabulary.settings import RunSettings
-
-BLOCK_WEIGHTS = ("wq", "wk", "wv", "wo", "w1", "w2")
 
 
 def torch_dtype(name: str) -> torch.dtype:
@@ -144,10 +145,12 @@ class Trace:
 
 def _block_shapes(s: RunSettings, drawn: bool = False) -> dict[str, tuple[int, ...]]:
     """Shape of each block parameter of one seed, in PyTorch's module construction order, then
-    the placement's norms and gates (a gate is one scalar). Without biases (setting `bias`
-    false) the linear maps' biases are no parameters, but they are still `drawn`, so that the
-    weights are those of the cell with biases."""
+    the placement's norms (its norm kind's parameters), gates (a gate is one scalar), head
+    scales and FFN norm. Without biases (setting `bias` false) the linear maps' biases are no
+    parameters, but they are still `drawn`, so that the weights are those of the cell with
+    biases."""
     placement = PLACEMENTS[s.placement]
+    kind = NORM_KINDS[placement.norm]
     d, f = s.d_model, s.ffn_mult * s.d_model
     shapes: dict[str, tuple[int, ...]] = {}
     for name, (n_out, n_in) in {
@@ -157,15 +160,13 @@ def _block_shapes(s: RunSettings, drawn: bool = False) -> dict[str, tuple[int, .
         if s.bias or drawn:
             shapes[f"b{name}"] = (n_out,)
     for ln in placement.norms:
-        shapes[f"{ln}_w"], shapes[f"{ln}_b"] = (d,), (d,)
-        if placement.dyt_alpha0 is not None:
-            shapes[f"{ln}_a"] = ()
+        shapes.update(kind.shapes(ln, d))
     for gate in placement.gates:
         shapes[gate] = ()
     if placement.head_scales:
         shapes["head_scale"] = (s.heads,)
     if placement.ffn_norm:
-        shapes["lnf_w"], shapes["lnf_b"] = (f,), (f,)
+        shapes.update(kind.shapes("lnf", f))
     return shapes
 
 
@@ -173,113 +174,27 @@ def _block_shapes(s: RunSettings, drawn: bool = False) -> dict[str, tuple[int, .
 OWN_INIT_STREAM = 2**40
 
 
-def _linear_init(weight: Tensor, bias: Tensor, g: torch.Generator) -> None:
-    """`nn.Linear.reset_parameters` drawing from generator `g`: weight and bias
-    ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)) (kaiming_uniform_ with a = sqrt(5))."""
-    nn.init.kaiming_uniform_(weight, a=math.sqrt(5), generator=g)
-    bound = 1 / math.sqrt(weight.shape[1])
-    nn.init.uniform_(bias, -bound, bound, generator=g)
-
-
-def _redraw(w: dict[str, Tensor], gains: dict[str, float], g: torch.Generator) -> None:
-    """A placement's own init (its `init_gains`): each named weight re-drawn from `g` by
-    xavier_normal_ with its gain, std = gain * sqrt(2 / (fan_in + fan_out)), in the given
-    order; every bias zero (fills draw nothing)."""
-    for name, gain in gains.items():
-        nn.init.xavier_normal_(w[name], gain=gain, generator=g)
-    for name in ("q", "k", "v", "o", "1", "2"):
-        w[f"b{name}"].zero_()
-
-
-def _fairseq_init(w: dict[str, Tensor], g: torch.Generator) -> None:
-    """fairseq's init of a transformer layer (facebookresearch/fairseq v0.12.2,
-    fairseq/modules/multihead_attention.py:167-185, MultiheadAttention.reset_parameters with
-    qkv_same_dim): W_k, W_v, W_q re-drawn by xavier_uniform_ with gain 1/sqrt(2), in that
-    order, then W_o by xavier_uniform_ (gain 1) and b_o zero; b_q, b_k, b_v and fc1, fc2
-    (W_1, b_1, W_2, b_2: plain nn.Linear, fairseq/modules/transformer_layer.py) keep
-    nn.Linear's default draw, here the paired default draw of the seed's main generator."""
-    for name in ("wk", "wv", "wq"):
-        nn.init.xavier_uniform_(w[name], gain=1 / math.sqrt(2), generator=g)
-    nn.init.xavier_uniform_(w["wo"], generator=g)
-    w["bo"].zero_()
-
-
-def _common_init(s: RunSettings, w: dict[str, Tensor], g: torch.Generator) -> None:
-    """The init settings drawn over PyTorch's default: `normal`, every weight N(0, 0.02^2)
-    (GPT-2's and BERT's); `gpt2`, the same with W_o and W_2 (the maps into the residual) at std
-    0.02/sqrt(2L) (Radford et al. 2019, "Language Models are Unsupervised Multitask Learners",
-    sec. 2.3, 1/sqrt(N) for N = 2L residual layers, as nanoGPT's c_proj init); `xavier`,
-    xavier_normal_ with gain 1 (DeepNorm's family with beta = 1). All biases zero. `fairseq`:
-    _fairseq_init (the attention maps re-drawn, the FFN and three biases kept)."""
-    if s.init == "fairseq":
-        _fairseq_init(w, g)
-        return
-    if s.init == "xavier":
-        _redraw(w, dict.fromkeys(BLOCK_WEIGHTS, 1.0), g)
-        return
-    out_std = 0.02 / math.sqrt(2 * s.depth) if s.init == "gpt2" else 0.02
-    for name in BLOCK_WEIGHTS:
-        w[name].normal_(0.0, out_std if name in ("wo", "w2") else 0.02, generator=g)
-    for name in ("q", "k", "v", "o", "1", "2"):
-        w[f"b{name}"].zero_()
-
-
-# drawn by _common_init from the own generator
-REDRAWN_INITS = ("normal", "gpt2", "xavier", "fairseq")
-
-
 def _draw_block(s: RunSettings, w: dict[str, Tensor], g: torch.Generator,
                 own: torch.Generator) -> None:
-    """Fill one seed's block parameters `w` (contiguous, one seed's drawn shapes) in place from
-    `g`, drawing exactly what building PyTorch's modules would draw, in their order; then an
-    init of REDRAWN_INITS or a placement's own init (DeepNorm's) re-draws from `own`, so that
-    `g` draws the same for every placement and init (the input and target that follow are the
-    same), or a placement's `init_divisors` divide the default draw (torchscale's DeepNorm);
-    then out_scale, then norms 1/0 and gates 0."""
+    """Fill one seed's block parameters `w` (contiguous, one seed's drawn shapes) in place: the
+    init kind (the placement's own, else the init setting's) draws the linear maps from `g` and
+    re-draws from `own` (depthlab.vocabulary.inits), so that `g` draws the same for every
+    placement and init (the input and target that follow are the same); then out_scale, then
+    the norms as their kind is at init, gates 0 and head scales 1."""
     placement = PLACEMENTS[s.placement]
-    if s.init == "fan_in":
-        # weights ~ N(0, 1/fan_in), biases zero: each linear map preserves variance
-        for name in ("q", "k", "v", "o", "1", "2"):
-            weight = w[f"w{name}"]
-            weight.normal_(generator=g).div_(math.sqrt(weight.shape[1]))
-            w[f"b{name}"].zero_()
-    else:
-        if s.attention == "torch_mha":
-            # nn.MultiheadAttention: out_proj is built first (an nn.Linear), then the packed
-            # in-projection gets xavier_uniform_ and both biases zero
-            _linear_init(w["wo"], w["bo"], g)
-            w["bo"].zero_()
-            nn.init.xavier_uniform_(w["in_proj"], generator=g)
-            for name in "qkv":
-                w[f"b{name}"].zero_()
-            linears = ("1", "2")
-        else:
-            linears = ("q", "k", "v", "o", "1", "2")
-        for name in linears:
-            _linear_init(w[f"w{name}"], w[f"b{name}"], g)
-    if s.init in REDRAWN_INITS:
-        _common_init(s, w, own)
-    if placement.init_gains is not None:
-        _redraw(w, placement.init_gains(s.depth), own)
-    if placement.init_divisors is not None:
-        for name, divisor in placement.init_divisors(s.depth).items():
-            w[f"w{name}"].div_(divisor)
-            w[f"b{name}"].div_(divisor)
+    INIT_KINDS[placement.init or s.init].draw(DrawOps(w, s, g, own))
     if s.out_scale != 1.0:
         w["wo"].mul_(s.out_scale)
         w["w2"].mul_(s.out_scale)
+    kind, f = NORM_KINDS[placement.norm], s.ffn_mult * s.d_model
     for ln in placement.norms:
-        w[f"{ln}_w"].fill_(1.0)
-        w[f"{ln}_b"].zero_()
-        if placement.dyt_alpha0 is not None:
-            w[f"{ln}_a"].fill_(placement.dyt_alpha0)
+        kind.fill(w, ln, s.d_model)
+    if placement.ffn_norm:
+        kind.fill(w, "lnf", f)
     for gate in placement.gates:
         w[gate].zero_()
     if placement.head_scales:
         w["head_scale"].fill_(1.0)
-    if placement.ffn_norm:
-        w["lnf_w"].fill_(1.0)
-        w["lnf_b"].zero_()
 
 
 def _scratch(s: RunSettings, shapes: dict[str, tuple[int, ...]], kw: dict) -> dict[str, Tensor]:
@@ -334,10 +249,11 @@ def build(s: RunSettings, seeds: list[int], streamed: bool = False
           ) -> tuple[StackParams, Draw]:
     """Weights, input and target for each seed, from the seed's own generator
     (`torch.Generator().manual_seed(seed)`, the stream `torch.manual_seed(seed)` starts): the
-    blocks as PyTorch's modules draw them, the loss head, then x, then the target. An init of
-    REDRAWN_INITS or a placement's own init (DeepNorm's) re-draws the weights from a second
-    generator, `manual_seed(seed + OWN_INIT_STREAM)`, so every placement and init draws the
-    same input and target, and the same weights where the init is the same: rows are paired.
+    blocks as PyTorch's modules draw them, the loss head, then x, then the target. An init that
+    re-draws (depthlab.vocabulary.inits: the init setting's or a placement's own) re-draws the
+    weights from a second generator, `manual_seed(seed + OWN_INIT_STREAM)`, so every placement
+    and init draws the same input and target, and the same weights where the init is the same:
+    rows are paired.
 
     Each parameter is allocated once with its seed axis; the seeds are filled in parallel, on
     as many threads as torch's intra-op thread count (each writes its own slices, so the numbers
@@ -352,12 +268,7 @@ def build(s: RunSettings, seeds: list[int], streamed: bool = False
     shapes = _block_shapes(s)
     blocks = [] if streamed else [{k: _stacked(S, shape, host) for k, shape in shapes.items()}
                                   for _ in range(s.depth)]
-    final = {"ln_w": torch.ones(S, d, **host), "ln_b": torch.zeros(S, d, **host)}
-    if PLACEMENTS[s.placement].dyt_alpha0 is not None:
-        final["ln_a"] = torch.full((S,), PLACEMENTS[s.placement].dyt_alpha0, **host)
-    if PLACEMENTS[s.placement].embed_norm:
-        final["embed_ln_w"] = torch.ones(S, d, **host)
-        final["embed_ln_b"] = torch.zeros(S, d, **host)
+    final = _final_norms(s, S, host)
     if s.loss == "cross_entropy":
         final["head_w"] = torch.empty(S, s.head_classes, d, **host)
         final["head_b"] = torch.empty(S, s.head_classes, **host)
@@ -379,7 +290,7 @@ def build(s: RunSettings, seeds: list[int], streamed: bool = False
             for k, v in ([] if streamed else blocks[layer].items()):
                 _put(v[i], scratch[k])
         if s.loss == "cross_entropy":
-            _linear_init(final["head_w"][i], final["head_b"][i], g)
+            linear_init(final["head_w"][i], final["head_b"][i], g)
         x[i].normal_(generator=g)
         if s.loss == "cross_entropy":
             target[i].random_(s.head_classes, generator=g)
@@ -400,6 +311,19 @@ def build(s: RunSettings, seeds: list[int], streamed: bool = False
     return params, Draw(_moved(x, s), _moved(target, s), rng)
 
 
+def _final_norms(s: RunSettings, S: int, host: dict) -> dict[str, Tensor]:
+    """The norms outside the blocks, as their kind is at init, (S, ...) each: the final norm
+    (ln) and an input norm (embed_ln) where the placement has one."""
+    placement = PLACEMENTS[s.placement]
+    kind = NORM_KINDS[placement.norm]
+    names = ("ln", "embed_ln") if placement.embed_norm else ("ln",)
+    final = {k: torch.empty(S, *shape, **host)
+             for name in names for k, shape in kind.shapes(name, s.d_model).items()}
+    for name in names:
+        kind.fill(final, name, s.d_model)
+    return final
+
+
 def linear(x: Tensor, w: Tensor, b: Tensor | None) -> Tensor:
     """Seed-batched x @ w.T + b: x (S, N, in), w (S, out, in), b (S, out) or None (no bias)
     -> (S, N, out)."""
@@ -408,23 +332,10 @@ def linear(x: Tensor, w: Tensor, b: Tensor | None) -> Tensor:
     return torch.baddbmm(b.unsqueeze(1), x, w.transpose(1, 2))
 
 
-def layer_norm(x: Tensor, w: Tensor, b: Tensor, eps: float = 1e-5) -> Tensor:
-    """LayerNorm over the last axis with a per-seed affine w, b of shape (S, d)."""
-    return torch.addcmul(b.unsqueeze(1), F.layer_norm(x, x.shape[-1:], eps=eps), w.unsqueeze(1))
-
-
-def dyt(x: Tensor, w: Tensor, b: Tensor, alpha: Tensor) -> Tensor:
-    """DyT(x) = w * tanh(alpha x) + b element-wise (Zhu et al. 2025), per seed: alpha (S,),
-    w and b (S, d)."""
-    return torch.addcmul(b.unsqueeze(1), torch.tanh(alpha.view(-1, 1, 1) * x), w.unsqueeze(1))
-
-
-def norm(x: Tensor, p: dict[str, Tensor], name: str) -> Tensor:
-    """The norm `name` of parameters p (a block's, or the final ones with name 'ln'): DyT
-    where p holds its alpha (`<name>_a`), else a LayerNorm."""
-    if f"{name}_a" in p:
-        return dyt(x, p[f"{name}_w"], p[f"{name}_b"], p[f"{name}_a"])
-    return layer_norm(x, p[f"{name}_w"], p[f"{name}_b"])
+def norm(x: Tensor, p: dict[str, Tensor], name: str, s: RunSettings) -> Tensor:
+    """The norm `name` of parameters p (a block's, or the final ones: 'ln', 'embed_ln'), of the
+    placement's norm kind."""
+    return NORM_KINDS[PLACEMENTS[s.placement].norm](x, p, name)
 
 
 def attention(x: Tensor, p: dict[str, Tensor], s: RunSettings) -> Tensor:
@@ -448,12 +359,6 @@ def mlp_hidden(x: Tensor, p: dict[str, Tensor], s: RunSettings) -> Tensor:
     """The feed-forward branch's hidden activation act(W1 x + b1), (S, N, ffn width)."""
     act = F.relu_ if s.activation == "relu" else F.gelu  # in place: baddbmm's grad needs no output
     return act(linear(x, p["w1"], p.get("b1")))
-
-
-def ffn_normed(hidden: Tensor, p: dict[str, Tensor]) -> Tensor:
-    """The hidden activation through the FFN's own LayerNorm where the block has one
-    (NormFormer's `lnf`), else unchanged."""
-    return layer_norm(hidden, p["lnf_w"], p["lnf_b"]) if "lnf_w" in p else hidden
 
 
 def _join(x: Tensor, skip: float, branch: Tensor, scale: float) -> Tensor:
@@ -488,12 +393,14 @@ class BlockOps:
         self.trace.mlp_in_sd.append(x.detach().std(dim=(1, 2)))
         hidden = mlp_hidden(x, self.p, self.s)
         self.trace.ffn_active.append((hidden.detach() > 0).mean(dim=(1, 2), dtype=x.dtype))
-        m = linear(ffn_normed(hidden, self.p), self.p["w2"], self.p.get("b2"))
+        if self.placement.ffn_norm:  # NormFormer's norm of the hidden activation
+            hidden = self.norm("lnf", hidden)
+        m = linear(hidden, self.p["w2"], self.p.get("b2"))
         self.trace.mlp.append(m)
         return m
 
     def norm(self, name: str, x: Tensor) -> Tensor:
-        return norm(x, self.p, name)
+        return norm(x, self.p, name, self.s)
 
     def gate(self, name: str, branch: Tensor) -> Tensor:
         """The block's scalar `name` (one per seed, shape (S,)) times branch."""
@@ -502,13 +409,17 @@ class BlockOps:
     def add(self, x: Tensor, branch: Tensor, which: str) -> Tensor:
         """c * x + the branch times its scale (1 unless the placement scales branches);
         c = s.skip, skip_scale or the placement's own (DeepNorm's alpha)."""
-        scaled = PLACEMENTS[self.s.placement].branch_scales
+        scaled = self.placement.branch_scales
         scale = self.scale[0 if which == "attn" else 1] if scaled else 1.0
         return _join(x, self.s.skip, branch, scale)
 
     @property
     def depth(self) -> int:
         return self.s.depth
+
+    @property
+    def placement(self) -> Placement:
+        return PLACEMENTS[self.s.placement]
 
     def between(self, h: Tensor) -> Tensor:
         self.trace.mid.append(h)
@@ -540,7 +451,7 @@ def forward(
     S = x.shape[0]
     h = x.reshape(S, -1, s.d_model)
     if placement.embed_norm:
-        h = layer_norm(h, params.final["embed_ln_w"], params.final["embed_ln_b"])
+        h = norm(h, params.final, "embed_ln", s)
     trace = Trace(stream=[h], carry=[h] if placement.carry else [])
     uniform = (s.residual_scale, s.residual_scale)
     for layer, p in enumerate(params.blocks):
@@ -564,12 +475,8 @@ def head_input(h: Tensor, carry: Tensor | None, params: StackParams, s: RunSetti
     """What the loss head reads from the last stream h: h after the final LN (if the settings
     use one), or for a placement that carries a second stream, h plus the final LN of it."""
     if carry is not None:
-        return h + (_final_norm(carry, params) if s.uses_final_norm else carry)
-    return _final_norm(h, params) if s.uses_final_norm else h
-
-
-def _final_norm(h: Tensor, params: StackParams) -> Tensor:
-    return norm(h, params.final, "ln")
+        return h + (norm(carry, params.final, "ln", s) if s.uses_final_norm else carry)
+    return norm(h, params.final, "ln", s) if s.uses_final_norm else h
 
 
 def per_seed_loss(y: Tensor, params: StackParams, draw: Draw, s: RunSettings) -> Tensor:

@@ -36,6 +36,7 @@ from torch import Tensor, nn
 from depthlab.core.model import StackParams, Trace, torch_dtype
 from depthlab.core.probes import PROBES, Probe, pass_rows
 from depthlab.core.records import check_finite
+from depthlab.vocabulary.placements import PLACEMENTS
 from depthlab.vocabulary.settings import RunSettings
 
 BlockFactory = Callable[[RunSettings], nn.Module]
@@ -168,6 +169,9 @@ def module_probes(factory: BlockFactory, s: RunSettings, seeds: list[int]
             raise ValueError(f"{key}: {value!r} is not measured on an own block")
     if s.jacobian_dirs or s.update_lr:
         raise ValueError("jacobian_dirs and update_lr are not measured on an own block")
+    if PLACEMENTS[s.placement].norm != "layernorm":  # one_seed's final norm is nn.LayerNorm
+        raise ValueError(f"placement {s.placement!r}: an own block follows a placement whose "
+                         "norms are LayerNorms")
     pairs = [one_seed(factory, s, seed) for seed in seeds]
     trace = _stacked([t for t, _ in pairs])
     marked = {point for point, field in POINTS.items() if getattr(trace, field)}

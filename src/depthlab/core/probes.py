@@ -22,7 +22,8 @@ import pandas as pd
 import torch
 from torch import Tensor
 
-from depthlab.core.model import BLOCK_WEIGHTS, StackParams, Trace, head_input
+from depthlab.core.model import StackParams, Trace, head_input
+from depthlab.vocabulary.inits import WEIGHTS
 from depthlab.vocabulary.metrics import INPUT_SD, Metric
 from depthlab.vocabulary.placements import PLACEMENTS
 from depthlab.vocabulary.settings import RunSettings
@@ -125,7 +126,7 @@ def sq_norm(t: Tensor) -> Tensor:
 def counted(s: RunSettings, block: dict[str, Tensor]) -> set[str]:
     """The names of a block's parameters its gradient norm counts: the six weight matrices
     (grad_of weights) or all of them (params)."""
-    return set(BLOCK_WEIGHTS if s.grad_of == "weights" else block)
+    return set(WEIGHTS if s.grad_of == "weights" else block)
 
 
 def backward(loss: Tensor, params: StackParams, trace: Trace, s: RunSettings) -> None:

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 from depthlab.planner import cost
 from depthlab.planner.reuse import Source
+from depthlab.vocabulary.inits import INIT_KINDS
 from depthlab.vocabulary.jobs import Job
 from depthlab.vocabulary.placements import PLACEMENTS
 from depthlab.vocabulary.settings import RunSettings
@@ -87,10 +88,11 @@ def draws(s: RunSettings) -> int:
 
 def drawn_numbers(s: RunSettings) -> float:
     """Random numbers a cell draws for its blocks: every seed's block weights and biases times
-    `draws`, twice where the placement re-draws with its own init (DeepNorm's init_gains)."""
+    `draws`, twice where the placement's own init re-draws (DeepNorm's)."""
     d, f = s.d_model, s.ffn_mult * s.d_model
     per_block = 4 * d * d + 2 * d * f + 5 * d + f
-    own = 2 if PLACEMENTS[s.placement].init_gains is not None else 1
+    own_init = PLACEMENTS[s.placement].init
+    own = 2 if own_init is not None and INIT_KINDS[own_init].redraws else 1
     return s.seeds * s.depth * per_block * draws(s) * own
 
 

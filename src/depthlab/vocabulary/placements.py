@@ -6,7 +6,8 @@ hands it, so this module needs no torch: the config schema, validation, tables a
 the same entries as the model does.
 
     op.attn(x), op.mlp(x)     the attention / feed-forward branch of x (recorded in the trace)
-    op.norm(name, x)          the block's LayerNorm `name` (one of the placement's `norms`) of x
+    op.norm(name, x)          the block's norm `name` (one of the placement's `norms`, of its
+                              norm kind) of x
     op.gate(name, branch)     the block's learnable scalar `name` (one of its `gates`) times branch
     op.add(x, branch, which)  c * x + scale * branch; c = the placement's own skip scale (`skip`)
                               or else the skip_scale setting; scale = the branch scale of
@@ -16,12 +17,15 @@ the same entries as the model does.
     op.layer                  the block's index l = 1..L
     op.depth                  the number of blocks L
 
-To add a placement: write its block function here, add an entry to PLACEMENTS, and test it
-(docs/ARCHITECTURE.md, "Add a placement").
+A placement names its norm kind (depthlab.core.norms: LayerNorm, RMSNorm, DyT) and, where it
+has one, its own init kind (depthlab.vocabulary.inits); its colour is the registry's i-th
+(`color`). To add a placement: write its block function here, add an entry to PLACEMENTS, and
+test it (docs/ARCHITECTURE.md, "Add a placement").
 """
 
 from __future__ import annotations
 
+import colorsys
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -54,8 +58,8 @@ def deepnorm(x, op):
     """DeepNorm (Wang et al. 2022, "DeepNet: Scaling Transformers to 1,000 Layers", Fig. 2
     pseudocode): Post-LN with the skip path scaled, h = LN1(a x + Attn(x));
     x' = LN2(a h + FFN(h)), a = (2N)^(1/4) for N blocks (op.add's skip), no final LN
-    (torchscale builds none under deepnorm). Init (Fig. 2's deepnorm_init; the registry entry's
-    `init_gains`): W_V, W_O, W_1, W_2 ~ xavier_normal_(gain b = (8N)^(-1/4)), W_Q, W_K
+    (torchscale builds none under deepnorm). Init (Fig. 2's deepnorm_init; the init kind
+    `deepnorm`): W_V, W_O, W_1, W_2 ~ xavier_normal_(gain b = (8N)^(-1/4)), W_Q, W_K
     xavier_normal_(gain 1). a and b are the encoder-only row of the paper's table (its
     decoder-only row with M = N is the same). The paper gives no bias init: zero here.
     torchscale (microsoft/torchscale, encoder.py) differs: it keeps nn.Linear's default init
@@ -147,8 +151,8 @@ def deepnorm_torchscale(x, op):
     Encoder.__init__ under deepnorm, encoder only): DeepNorm's block and skip weight
     a = (2N)^(1/4), every linear map with PyTorch's default nn.Linear init (its
     MultiheadAttention's reset_parameters is not called when it is built), then the weights
-    and biases of v_proj, out_proj, fc1 and fc2 divided by (8N)^(1/4) (the registry entry's
-    `init_divisors`); q_proj, k_proj unchanged."""
+    and biases of v_proj, out_proj, fc1 and fc2 divided by (8N)^(1/4) (the init kind
+    `torchscale`); q_proj, k_proj unchanged."""
     return post_ln(x, op)
 
 
@@ -195,8 +199,8 @@ def mix_ln(x, op):
 def t_fixup(x, op):
     """T-Fixup (Huang et al. 2020, "Improving Transformer Optimization Through Better
     Initialization", ICML, its encoder rule): no LayerNorm, x' = x + F(x) per sublayer, every
-    weight xavier-initialised and W_V, W_O, W_1, W_2 scaled by 0.67 N^(-1/4) (the registry
-    entry's `init_gains`), zero biases. Xavier normal here (the same variance as the paper's
+    weight xavier-initialised and W_V, W_O, W_1, W_2 scaled by 0.67 N^(-1/4) (the init kind
+    `t_fixup`), zero biases. Xavier normal here (the same variance as the paper's
     xavier uniform); the input embedding rule does not apply (the input is N(0, 1))."""
     h = op.between(op.add(x, op.attn(x), "attn"))
     return op.add(h, op.mlp(h), "mlp")
@@ -206,7 +210,7 @@ def dyt(x, op):
     """DyT (Zhu et al. 2025, "Transformers without Normalization", arXiv 2503.10622, eq. 1):
     Pre-LN with every LayerNorm, the final one included, replaced by the element-wise
     DyT(x) = gamma * tanh(alpha x) + beta, alpha one learnable scalar per norm (alpha_0 = 0.5,
-    the paper's default outside LLMs; the registry entry's `dyt_alpha0`), gamma = 1, beta = 0
+    the paper's default outside LLMs; the norm kind `dyt`), gamma = 1, beta = 0
     at init. Paper init (`init: paper`): that of the runs alpha_0 = 0.5 belongs to, the ViTs
     of the official code (jiachenzhu/DyT main.py:293-304: timm's create_model, then
     convert_ln_to_dyt), timm's default ViT init (timm/models/vision_transformer.py,
@@ -249,7 +253,6 @@ class Placement:
 
     name: str  # the config value (settings.placement)
     label: str  # its name in tables and figures
-    color: str  # its colour in every figure (PALETTE: colour-blind safe)
     marker: str | tuple[int, int, int]  # its matplotlib marker in every figure (shape as well
     #                  as colour; filled: seaborn does not mix filled and line markers)
     family: str  # the panel it shares in faceted figures (FAMILIES)
@@ -260,24 +263,20 @@ class Placement:
     telescopes: bool  # x_l = c^2 x_{l-1} + both scaled branches: per-sublayer variance
     #                  increments, block outputs f_l = x_l - c^2 x_{l-1}, their correlations
     final_norm: bool  # final_norm 'auto': a LayerNorm between the last block and the head
-    norms: tuple[str, ...] = ("ln1", "ln2")  # the block's LayerNorms, gain 1 and bias 0 at init
+    norm: str = "layernorm"  # its norm kind (depthlab.core.norms.NORM_KINDS): every norm of
+    #                  its blocks, the final one, an input and an FFN norm
+    norms: tuple[str, ...] = ("ln1", "ln2")  # the block's norms (as at init: their kind's)
     gates: tuple[str, ...] = ()  # the block's learnable scalars (one per seed), 0 at init
     skip: Callable[[int], float] | None = None  # its own skip scale from the depth N, which
     #                  replaces skip_scale (then fixed at 1); None: the skip_scale setting
-    init_gains: Callable[[int], dict[str, float]] | None = None  # its own init from the depth
-    #                  N: these weights re-drawn by xavier_normal_(gain) in this order after the
-    #                  default torch init, all biases zero
-    init_divisors: Callable[[int], dict[str, float]] | None = None  # its own init from the
-    #                  depth N: these maps' weights and biases ("v" for wv and bv) divided by
-    #                  the given number after the default torch init
+    init: str | None = None  # its own init (an init kind of depthlab.vocabulary.inits), which
+    #                  replaces the init setting; None: the init setting's
     carry: bool = False  # a second stream from the input (trace.carry) that the block adds to;
     #                  the head input is the stream plus the final LN (if any) of the carry
-    embed_norm: bool = False  # a LayerNorm (gain 1, bias 0) on the input before block 1
-    dyt_alpha0: float | None = None  # every norm, the final one too, is DyT with this alpha at
-    #                  init (parameter <norm>_a, one scalar per seed) instead of a LayerNorm
+    embed_norm: bool = False  # a norm (embed_ln) on the input before block 1
     head_scales: bool = False  # a learnable scale per attention head on its output before
     #                  the output projection (parameter head_scale, 1 at init)
-    ffn_norm: bool = False  # a LayerNorm (lnf, gain 1, bias 0) on the FFN's hidden activation
+    ffn_norm: bool = False  # a norm (lnf) on the FFN's hidden activation
     paper_init: PaperInit | None = None  # its paper's init of the linear maps, drawn under
     #                  `init: paper`; None: its paper gives none we could confirm (a placement
     #                  with its own init, `own_init`, takes `init: paper` as torch_default)
@@ -287,15 +286,26 @@ class Placement:
     def own_init(self) -> bool:
         """Whether it draws its own init (its paper's or official code's), which replaces the
         init setting (then fixed at torch_default, which `init: paper` also resolves to)."""
-        return self.init_gains is not None or self.init_divisors is not None
+        return self.init is not None
 
 
-# seaborn's "colorblind" palette (Okabe-Ito based), as hex so that this module needs no seaborn;
-# a placement takes one colour each, the rest are free for variants (e.g. calibrated Pre-LN);
-# six darker hues, a magenta and Tol's olive for the variants beyond its ten
-PALETTE = ("#0173b2", "#de8f05", "#029e73", "#d55e00", "#cc78bc", "#ca9161", "#fbafe4",
-           "#949494", "#ece133", "#56b4e9", "#7f2704", "#023858", "#00441b", "#54278f",
-           "#252525", "#b2182b", "#e7298a", "#999933")
+# the first colours of `color`, the i-th the i-th placement's: seaborn's "colorblind" palette
+# (Okabe-Ito based) as hex, so that this module needs no seaborn, with six darker hues, a magenta
+# and Tol's olive where its ten ran out, in the order the placements took them
+LISTED = ("#0173b2", "#de8f05", "#029e73", "#d55e00", "#cc78bc", "#ca9161", "#fbafe4",
+          "#949494", "#ece133", "#e7298a", "#7f2704", "#023858", "#00441b", "#54278f",
+          "#b2182b", "#56b4e9", "#252525", "#999933")
+
+
+def color(i: int) -> str:
+    """The i-th colour of the figures (the i-th placement's in the registry, the rest free for
+    other curves): LISTED's, then hues a golden angle apart at one lightness and saturation
+    (distinct, not checked for colour blindness)."""
+    if i < len(LISTED):
+        return LISTED[i]
+    rgb = colorsys.hls_to_rgb((i - len(LISTED)) * 0.381966 % 1.0, 0.45, 0.7)
+    return "#" + "".join(f"{round(255 * c):02x}" for c in rgb)
+
 # the families of faceted figures: where the LayerNorm sits relative to the skip path
 POST = "LN after the residual join"
 PRE = "LN inside the branch"
@@ -303,23 +313,8 @@ OTHER = "no residual, or no LN"
 FAMILIES = (POST, PRE, OTHER)
 
 
-def _deepnorm_gains(n: int) -> dict[str, float]:
-    beta = (8 * n) ** -0.25
-    return {"wq": 1.0, "wk": 1.0, "wv": beta, "wo": beta, "w1": beta, "w2": beta}
-
-
 def _deepnorm_skip(n: int) -> float:
     return (2 * n) ** 0.25
-
-
-def _torchscale_divisors(n: int) -> dict[str, float]:
-    scale = math.pow(8.0 * n, 0.25)  # torchscale's init_scale, computed as it does
-    return dict.fromkeys(("v", "o", "1", "2"), scale)
-
-
-def _t_fixup_gains(n: int) -> dict[str, float]:
-    scale = 0.67 * n ** -0.25
-    return {"wq": 1.0, "wk": 1.0, "wv": scale, "wo": scale, "w1": scale, "w2": scale}
 
 
 # the paper inits (PaperInit): which of the init setting's drawings each paper's code uses
@@ -332,91 +327,91 @@ FAIRSEQ_INIT = PaperInit("fairseq", True, "facebookresearch/fairseq v0.12.2 "
 
 
 PLACEMENTS: dict[str, Placement] = {p.name: p for p in (
-    Placement("post", "Post-LN", PALETTE[0], "o", POST, post_ln, residual=True,
+    Placement("post", "Post-LN", "o", POST, post_ln, residual=True,
               branch_scales=False, telescopes=False, final_norm=False,
               summary="x=LN(x+f(x))"),
-    Placement("pre", "Pre-LN", PALETTE[1], "s", PRE, pre_ln, residual=True, branch_scales=True,
+    Placement("pre", "Pre-LN", "s", PRE, pre_ln, residual=True, branch_scales=True,
               telescopes=True, final_norm=True,
               summary="x=x+f(LN(x))"),
-    Placement("none", "no residual", PALETTE[2], "v", OTHER, no_residual, residual=False,
+    Placement("none", "no residual", "v", OTHER, no_residual, residual=False,
               branch_scales=False, telescopes=False, final_norm=False,
               summary="x=LN(f(x)), no residual"),
     # Post-LN's flags: the skip path is scaled by its alpha, the branches join unscaled, an LN
     # follows each join (no telescoping), no final LN (torchscale builds none under deepnorm)
-    Placement("deepnorm", "DeepNorm", PALETTE[3], "^", POST, deepnorm, residual=True,
+    Placement("deepnorm", "DeepNorm", "^", POST, deepnorm, residual=True,
               branch_scales=False, telescopes=False, final_norm=False,
-              skip=_deepnorm_skip, init_gains=_deepnorm_gains,
+              skip=_deepnorm_skip, init="deepnorm",
               summary="x=LN(αx+f(x)) with DeepNet's α and β init"),
     # the stream x_a is Post-LN's (branches unscaled, an LN after each join); the final LN
     # normalises the carried sum x_d before it joins x_a
-    Placement("resi_dual", "ResiDual", PALETTE[4], "D", POST, resi_dual, residual=True,
+    Placement("resi_dual", "ResiDual", "D", POST, resi_dual, residual=True,
               branch_scales=False, telescopes=False, final_norm=True, carry=True,
               paper_init=FAIRSEQ_INIT,
               summary="a Post-LN stream plus an un-normalised one, joined at the output"),
     # Pre-LN's flags: the (normalised) branch outputs are added to an unnormalised stream
-    Placement("sandwich", "Sandwich-LN", PALETTE[5], "P", PRE, sandwich_ln, residual=True,
+    Placement("sandwich", "Sandwich-LN", "P", PRE, sandwich_ln, residual=True,
               branch_scales=True, telescopes=True, final_norm=True,
               norms=("ln1", "ln2", "ln3", "ln4"), paper_init=MEGATRON_INIT,
               summary="x=x+LN(f(LN(x)))"),
-    Placement("peri", "Peri-LN", PALETTE[6], "X", PRE, peri_ln, residual=True, branch_scales=True,
+    Placement("peri", "Peri-LN", "X", PRE, peri_ln, residual=True, branch_scales=True,
               telescopes=True, final_norm=True, norms=("ln1", "ln2", "ln3", "ln4"),
               embed_norm=True,
               summary="x=x+LN(f(LN(x))) with an LN on the input"),
     # x_l = c^2 x_{l-1} + alpha-gated branches (telescopes); alpha is its branch scale, so
     # residual_scale does not apply; no LN anywhere
-    Placement("rezero", "ReZero", PALETTE[7], "*", OTHER, rezero, residual=True,
+    Placement("rezero", "ReZero", "*", OTHER, rezero, residual=True,
               branch_scales=False, telescopes=True, final_norm=False, norms=(),
               gates=("alpha",),
               summary="x=x+α_l f(x), α_l=0 at init, no LN"),
     # Pre-LN's flags (the 1/sqrt(l) sits inside the branch, before Attn / FFN)
-    Placement("lns", "LN-Scaling", PALETTE[8], "<", PRE, lns, residual=True, branch_scales=True,
+    Placement("lns", "LN-Scaling", "<", PRE, lns, residual=True, branch_scales=True,
               telescopes=True, final_norm=True,
               paper_init=PaperInit("normal", False, "lmsdss/LayerNorm-Scaling " + LLAMA_NORMAL
                                    + ":857-878, 154-156, 185-188"),
               summary="Pre-LN with the LN outputs of block l scaled by 1/√l"),
     # DeepNorm's block with torchscale's init (Post-LN's flags)
-    Placement("deepnorm_torchscale", "DeepNorm (torchscale init)", PALETTE[16], (6, 1, 0), POST,
+    Placement("deepnorm_torchscale", "DeepNorm (torchscale init)", (6, 1, 0), POST,
               deepnorm_torchscale, residual=True, branch_scales=False, telescopes=False,
-              final_norm=False, skip=_deepnorm_skip, init_divisors=_torchscale_divisors,
+              final_norm=False, skip=_deepnorm_skip, init="torchscale",
               summary="DeepNorm with torchscale's init: the default draw, then v, o, W1, W2 "
                       "divided by (8N)^¼"),
     # DeepNorm's two changes apart (Post-LN's flags): its skip weight, its init
-    Placement("deepnorm_alpha", "DeepNorm α only", PALETTE[10], "p", POST, deepnorm_alpha,
+    Placement("deepnorm_alpha", "DeepNorm α only", "p", POST, deepnorm_alpha,
               residual=True, branch_scales=False, telescopes=False, final_norm=False,
               skip=_deepnorm_skip,
               summary="DeepNorm's α alone (init from `init`)"),
-    Placement("deepnorm_beta", "DeepNorm β only", PALETTE[11], "h", POST, deepnorm_beta,
+    Placement("deepnorm_beta", "DeepNorm β only", "h", POST, deepnorm_beta,
               residual=True, branch_scales=False, telescopes=False, final_norm=False,
-              init_gains=_deepnorm_gains,
+              init="deepnorm",
               summary="Post-LN with DeepNorm's β init alone"),
     # Pre-LN's flags (the 1/sqrt(L) multiplies the branch output, as residual_scale does)
-    Placement("depth_mup", "depth-μP", PALETTE[12], "d", PRE, depth_mup, residual=True,
+    Placement("depth_mup", "depth-μP", "d", PRE, depth_mup, residual=True,
               branch_scales=True, telescopes=True, final_norm=True,
               summary="Pre-LN with each branch times 1/√L"),
     # Post-LN blocks below, Pre-LN above: the stream does not telescope through the Post-LN part
-    Placement("mix_ln", "Mix-LN", PALETTE[13], "8", PRE, mix_ln, residual=True,
+    Placement("mix_ln", "Mix-LN", "8", PRE, mix_ln, residual=True,
               branch_scales=False, telescopes=False, final_norm=True,
               paper_init=PaperInit("normal", False, "pixeli99/MixLN " + LLAMA_NORMAL
                                    + ":818-835, 154-156, 185-188"),
               summary="Post-LN for the first ⌊L/4⌋ blocks, Pre-LN after"),
     # Pre-LN's flags, DyT for each LayerNorm
-    Placement("dyt", "DyT", PALETTE[15], (4, 1, 0), PRE, dyt, residual=True, branch_scales=True,
-              telescopes=True, final_norm=True, dyt_alpha0=0.5,
+    Placement("dyt", "DyT", (4, 1, 0), PRE, dyt, residual=True, branch_scales=True,
+              telescopes=True, final_norm=True, norm="dyt",
               paper_init=PaperInit("normal", True, "jiachenzhu/DyT main.py:293-304, timm's "
                                    "ViT init_weights_vit_timm: trunc_normal_(std=.02), zero "
                                    "biases"),
               summary="Pre-LN with every LN replaced by DyT, γ·tanh(αx)+β, α=0.5 at init"),
     # Pre-LN's flags, with an LN on the attention output, head scales and an LN in the FFN
-    Placement("normformer", "NormFormer", PALETTE[9], ">", PRE, normformer, residual=True,
+    Placement("normformer", "NormFormer", ">", PRE, normformer, residual=True,
               branch_scales=True, telescopes=True, final_norm=True,
               norms=("ln1", "ln2", "ln3"), head_scales=True, ffn_norm=True,
               paper_init=FAIRSEQ_INIT,
               summary="x=x+LN(Attn_γ(LN(x))), heads scaled by γ_h (1 at init), an LN on the "
                       "FFN's hidden activation"),
     # ReZero's flags without gates: x_l = x_{l-1} + both branches, no LN anywhere
-    Placement("t_fixup", "T-Fixup", PALETTE[14], "H", OTHER, t_fixup, residual=True,
+    Placement("t_fixup", "T-Fixup", "H", OTHER, t_fixup, residual=True,
               branch_scales=False, telescopes=True, final_norm=False, norms=(),
-              init_gains=_t_fixup_gains,
+              init="t_fixup",
               summary="x=x+f(x), no LN, T-Fixup's scaled xavier init"),
 )}
 ORDER = tuple(PLACEMENTS)  # the plotting and table order
@@ -437,5 +432,5 @@ def placement_set(name: str) -> list[str]:
     keep = PLACEMENT_SETS[name]
     return [n for n, p in PLACEMENTS.items() if keep(p)]
 LABELS = {name: p.label for name, p in PLACEMENTS.items()}
-COLORS = {name: p.color for name, p in PLACEMENTS.items()}
+COLORS = {name: color(i) for i, name in enumerate(PLACEMENTS)}
 MARKERS = {name: p.marker for name, p in PLACEMENTS.items()}

@@ -7,6 +7,7 @@ import math
 import re
 from dataclasses import dataclass
 
+from depthlab.vocabulary.inits import INIT_KINDS
 from depthlab.vocabulary.placements import PLACEMENTS, Placement
 
 ACTIVATIONS = ("relu", "gelu")
@@ -14,7 +15,7 @@ ATTENTIONS = ("linear", "torch_mha")
 # `paper`: the placement's paper init (Placement.paper_init), resolved to one of the others
 # and a bias setting when the settings are built (RunSettings.__post_init__)
 PAPER = "paper"
-INITS = ("torch_default", "fan_in", "normal", "gpt2", "xavier", "fairseq", PAPER)
+INITS = (*(name for name, kind in INIT_KINDS.items() if not kind.own), PAPER)
 DTYPES = ("float64", "float32")
 DEVICES = ("cpu", "cuda")
 LOSSES = ("mse", "cross_entropy")

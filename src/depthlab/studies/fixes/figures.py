@@ -39,14 +39,14 @@ from depthlab.studies.fixes.tables import (
     reading_ratios,
     width_depth,
 )
-from depthlab.vocabulary.placements import FAMILIES, LABELS, PALETTE, PLACEMENTS
+from depthlab.vocabulary.placements import FAMILIES, LABELS, PLACEMENTS, color
 from depthlab.vocabulary.settings import UPDATE_OPTIMIZERS
 
 # the placements' look, and the calibrated Pre-LN variant's: the first colour no placement
 # takes, dashed
 FIX_STYLE = {**PLACEMENT_STYLE, CALIBRATED: {
     "label": FIX_LABELS[CALIBRATED],
-    "color": next(c for c in PALETTE if c not in {p.color for p in PLACEMENTS.values()}),
+    "color": color(len(PLACEMENTS)),
     "marker": ">",
     "dashes": (4, 1.5)}}
 FAMILY_OF = {**{name: p.family for name, p in PLACEMENTS.items()},

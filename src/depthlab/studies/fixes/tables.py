@@ -8,6 +8,7 @@ import pandas as pd
 from depthlab.analysis.select import pick
 from depthlab.analysis.tables import fmt, median_range, spread
 from depthlab.studies.fixes.fit import FIX_LABELS, FIX_ORDER, linear
+from depthlab.vocabulary.inits import INIT_KINDS
 from depthlab.vocabulary.placements import PLACEMENTS
 from depthlab.vocabulary.settings import UPDATE_OPTIMIZERS
 
@@ -149,16 +150,13 @@ INIT_PROBES = (
     ("token_corr_last", "params", "token corr after block L"),
     ("head_token_corr", "params", "token corr of the head input"),
 )
-INIT_NAMES = {"torch_default": "PyTorch default", "normal": "N(0, 0.02²)",
-              "gpt2": "GPT-2 (W_o, W_2 / √(2L))", "xavier": "xavier",
-              "fairseq": "fairseq (xavier-uniform attention)"}
 
 
 def _init_name(fix: str, init: str) -> str:
     """The init a cell's weights come from: its placement's own (its paper's or its official
     code's) where it has one (it then runs with the setting torch_default), else the init
     setting's."""
-    return "its own" if PLACEMENTS[fix].own_init else INIT_NAMES[init]
+    return "its own" if PLACEMENTS[fix].own_init else INIT_KINDS[init].label
 
 
 def init_axis(fits: pd.DataFrame) -> pd.DataFrame:
@@ -169,7 +167,7 @@ def init_axis(fits: pd.DataFrame) -> pd.DataFrame:
     for depth in sorted(fits["depth"].dropna().unique()):
         for fix in FIX_ORDER:
             mine = fits[(fits["fix"] == fix) & (fits["depth"] == depth)]
-            for init in [i for i in INIT_NAMES if i in set(mine["init"])]:
+            for init in [i for i in INIT_KINDS if i in set(mine["init"])]:
                 for bias in sorted(set(mine.loc[mine["init"] == init, "bias"]), reverse=True):
                     row = {"placement": FIX_LABELS[fix], "L": int(depth),
                            "init": _init_name(fix, init), "biases": "on" if bias else "off"}

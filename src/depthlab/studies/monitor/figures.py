@@ -17,7 +17,7 @@ from depthlab.analysis.style import (
     ylabel,
 )
 from depthlab.studies.monitor.fit import one_final_norm
-from depthlab.vocabulary.placements import LABELS, ORDER, PALETTE
+from depthlab.vocabulary.placements import LABELS, ORDER, color
 
 
 def stream_norm_by_block(fits: pd.DataFrame):
@@ -31,12 +31,12 @@ def stream_norm_by_block(fits: pd.DataFrame):
     for ax, placement in zip(axes[0], placements, strict=True):
         sub = rms[rms["placement"] == placement]
         for i, depth in enumerate(depths):
-            band(ax, sub[sub["depth"] == depth], "layer", f"L = {int(depth)}", PALETTE[i])
+            band(ax, sub[sub["depth"] == depth], "layer", f"L = {int(depth)}", color(i))
         log_scale(ax, "y")
         ax.set_title(LABELS[placement])
         ax.set_xlabel("block l (0 = input)")
     ylabel(axes[0][0], "stream RMS √mean(x_l²)\n(input-sd units)", rms)
-    legend(fig, [], extra=[(Line2D([], [], color=PALETTE[i]), f"L = {int(d)}")
+    legend(fig, [], extra=[(Line2D([], [], color=color(i)), f"L = {int(d)}")
                            for i, d in enumerate(depths)])
     return fig
 

@@ -13,10 +13,11 @@ from matplotlib import transforms
 from depthlab.analysis.select import pick
 from depthlab.analysis.style import CI, band, grid, legend, ylabel
 from depthlab.studies.varsplit.tables import SCHEME_NAMES, alpha_of, cells
-from depthlab.vocabulary.placements import PALETTE
+from depthlab.vocabulary.inits import INIT_KINDS
+from depthlab.vocabulary.placements import color
 
 # the two sublayers' look: (label, colour, marker) from the colour-blind palette
-BRANCHES = {"attn": ("attention", PALETTE[3], "o"), "mlp": ("MLP", PALETTE[0], "s")}
+BRANCHES = {"attn": ("attention", color(3), "o"), "mlp": ("MLP", color(0), "s")}
 INCREMENT = "variance added by the sublayer\n(input-variance units)"
 
 
@@ -25,11 +26,8 @@ def _curve(fits: pd.DataFrame, cell: pd.Series, quantity: str) -> pd.DataFrame:
     return pick(fits, arm=cell["arm"], label=cell["label"], quantity=quantity).sort_values("layer")
 
 
-INIT_NAMES = {"torch_default": "PyTorch's default init", "fan_in": "fan-in init"}
-
-
 def _title(cell: pd.Series) -> str:
-    return f"{INIT_NAMES.get(cell['init'], cell['init'])}, L = {int(cell['depth'])}"
+    return f"{INIT_KINDS[cell['init']].label} init, L = {int(cell['depth'])}"
 
 
 def _scheme_title(scheme: str) -> str:
@@ -49,8 +47,8 @@ def increments_by_layer(fits: pd.DataFrame):
     fig, axes = grid(1, len(unscaled), 3.0, 2.6)
     extra = []
     for ax, (_, c) in zip(axes[0], unscaled.iterrows(), strict=True):
-        for branch, (label, color, marker) in BRANCHES.items():
-            band(ax, _curve(fits, c, f"delta_{branch}"), "layer", label, color, CI,
+        for branch, (label, hue, marker) in BRANCHES.items():
+            band(ax, _curve(fits, c, f"delta_{branch}"), "layer", label, hue, CI,
                  marker=marker, ms=3.5)
         cross = _curve(fits, c, "crossover")
         if len(cross):
@@ -76,7 +74,7 @@ def token_correlation(fits: pd.DataFrame):
     for ax, (chosen, name, title) in zip(axes[0], panels, strict=True):
         for i, (_, c) in enumerate(chosen.iterrows()):
             band(ax, _curve(fits, c, "token_corr"), "layer", name(c),
-                 PALETTE[i % len(PALETTE)], CI)
+                 color(i), CI)
         ax.set_title(title, fontsize=8)
         ax.set_xlabel("layer l (stream after block l)")
         ax.legend(fontsize=6)
@@ -136,7 +134,7 @@ def residual_scaling(fits: pd.DataFrame):
                 curve = _curve(fits, c, f"delta_{branch}")
                 sns.lineplot(x=curve["layer"].to_numpy(),
                              y=(curve["mean"] / _early_mean(curve)).to_numpy(),
-                             color=PALETTE[i % len(PALETTE)], label=label, lw=1, legend=False,
+                             color=color(i), label=label, lw=1, legend=False,
                              ax=axes[row][col])
         if scheme == "skip":  # the deep increments fall to round-off around 0
             for row in axes:
