@@ -64,6 +64,10 @@ def small_config() -> dict:
         "update_response": {"axes": {"placement": ["pre", "deepnorm"], "depth": list(DEPTHS),
                                      "update_lr": LRS, "update_optimizer": STEPS},
                             "pack": ["placement", "depth", "update_lr", "update_optimizer"]},
+        "update_theta": {"settings": {"update_optimizer": "sgd", "update_params": "weights"},
+                         "axes": {"placement": ["pre", "deepnorm"], "depth": list(DEPTHS),
+                                  "update_lr": LRS[:2]},
+                         "pack": ["placement", "depth", "update_lr"]},
     }}}}
 
 
@@ -240,11 +244,32 @@ def test_the_update_response_is_the_update_per_unit_lr_and_its_linearity(fits):
     assert list(zip(table["placement"], table["first step"], table["η"], strict=True)) == [
         (FIX_LABELS[p], tables.STEP_NAMES[s], lr) for p in ("pre", "deepnorm")
         for s in ("adam", "sgd") for lr in LRS]
-    assert list(table.columns) == ["placement", "first step", "η",
+    assert set(table["moves"]) == {"every parameter"}
+    assert list(table.columns) == ["placement", "first step", "moves", "η",
                                    *(f"dF/η, L = {d}" for d in DEPTHS),
                                    "exponent across depths", "linear regime"]
     assert (table.loc[table["first step"] == "SGD", "linear regime"] == "yes").all()
     assert not table.isin(["—"]).any().any()
+
+
+def test_the_theorem_s_update_moves_the_weight_matrices_alone(fits):
+    """Arm update_theta (update_params weights, DeepNet's θ): its update is its own row, not
+    the every-parameter step of the same cell (Pre-LN's norms have gradients at init, so the
+    two steps differ); its exponent is per placement and lr; the table names what it moves."""
+    cell = {"fix": "pre", "depth": 4, "update_lr": 1e-5, "update_optimizer": "sgd"}
+    theta = rows(fits, "model_update", arm="update_theta", **cell)
+    every = rows(fits, "model_update", arm="update_response", **cell)
+    assert len(theta) == len(every) == 1
+    assert set(theta["update_params"]) == {"weights"} and set(every["update_params"]) == {"all"}
+    assert not np.allclose(theta["seed_values"].iloc[0], every["seed_values"].iloc[0])
+    exponents = rows(fits, "model_update_exponent", arm="update_theta")
+    assert sorted(zip(exponents["fix"], exponents["update_lr"], strict=True)) == sorted(
+        (f, lr) for f in ("deepnorm", "pre") for lr in LRS[:2])
+    table = tables.update_response(fits[fits["arm"].isin(["update_response", "update_theta"])])
+    moved = table[table["moves"] == tables.MOVED_NAMES["weights"]]
+    assert list(zip(moved["placement"], moved["η"], strict=True)) == [
+        (FIX_LABELS[p], lr) for p in ("pre", "deepnorm") for lr in LRS[:2]]
+    assert not moved.isin(["—"]).any().any()
 
 
 def synthetic_update_table(exponent: float, depths=(6, 12, 24, 48), seeds: int = 4,
@@ -258,7 +283,7 @@ def synthetic_update_table(exponent: float, depths=(6, 12, 24, 48), seeds: int =
         cell = {"arm": "update_response", "label": f"{placement}-{depth}-{lr}-{step}",
                 "placement": placement, "depth": depth, "d_model": 8, "heads": 2,
                 "init": "torch_default", "bias": True, "grad_of": "params", "update_lr": lr,
-                "update_optimizer": step}
+                "update_optimizer": step, "update_params": "all"}
         profiles = {"stream_rms": {k: 1 + 0.01 * k for k in range(depth + 1)},
                     "omega_abs": {k: 0.5 / k for k in range(1, depth + 1)},
                     "token_corr": {k: 0.1 for k in range(depth + 1)}}
@@ -356,6 +381,10 @@ def test_configs_have_the_same_keys_and_every_placement():
             if "update_optimizer" in axes:  # the update as a linear response
                 assert placements == RESPONSE_PLACEMENTS, placements
                 assert axes["update_lr"] == LRS and axes["update_optimizer"] == STEPS
+                continue
+            if spec.get("settings", {}).get("update_params") == "weights":  # DeepNet's θ
+                assert placements == ["post", "pre", "deepnorm"], placements
+                assert axes["update_lr"] == LRS[:2]
                 continue
             if "lr" in spec.get("training", {}):  # the learning-rate sweep
                 assert set(placements) <= set(SWEPT), placements

@@ -18,7 +18,7 @@ from depthlab.core.probes import rms
 from depthlab.core.response import directions, first_step, jacobian, linearised, model_update
 from depthlab.planner.cost import pass_plan
 from depthlab.vocabulary.placements import ORDER
-from depthlab.vocabulary.settings import RunSettings
+from depthlab.vocabulary.settings import ConfigError, RunSettings
 
 
 def tiny(**kw) -> RunSettings:
@@ -176,6 +176,49 @@ def test_sgd_s_first_step_is_theta_minus_lr_times_the_gradient(placement):
     expected = rms(moved_head(params, moved, draw, s) - y)
     update = values(model_update(params, draw, s), "model_update")[:, 0]
     assert torch.allclose(update, expected, rtol=1e-12, atol=0)
+
+
+# the parameters each update_params moves, by their names in a block (written out here, not
+# read from the code): DeepNet's θ, the six weight matrices; and those with their biases
+THETA = {"weights": {"wq", "wk", "wv", "wo", "w1", "w2"},
+         "sublayer": {"wq", "wk", "wv", "wo", "w1", "w2", "bq", "bk", "bv", "bo", "b1", "b2"}}
+
+
+@pytest.mark.parametrize("placement", ["post", "pre", "deepnorm", "resi_dual"])
+@pytest.mark.parametrize("update_params", ["weights", "sublayer"])
+def test_update_params_moves_its_parameters_alone(placement, update_params):
+    """update_params weights (DeepNet's θ) or sublayer: SGD moves exactly those leaves to
+    θ − lr·g, g the full gradient of the same loss (torch.autograd.grad), and every other leaf
+    (the norms' gains and biases, the final LN) stays at its init, bit for bit; the probe is
+    the rms change of the head input that step makes."""
+    lr = 1e-3
+    s = tiny(placement=placement, depth=3, update_lr=lr, update_optimizer="sgd",
+             update_params=update_params)
+    params, draw = build(s, [0, 1])
+    moved, y = hand_step(params, draw, s, lambda g: -lr * g)
+    names = [k for b in params.blocks for k in b] + list(params.final)
+    theta = THETA[update_params]
+    want = [m if k in theta else t.detach()
+            for k, m, t in zip(names, moved, params.leaves(), strict=True)]
+    stepped, _, _ = first_step(params, draw, s)
+    assert {k for k in names if k in theta} == theta
+    for k, got, w, t in zip(names, stepped.leaves(), want, params.leaves(), strict=True):
+        if k in theta:
+            assert torch.allclose(got, w, rtol=1e-15, atol=1e-17), k
+            # (the key's bias has no gradient: it shifts a query's scores alike)
+            assert k.startswith("b") or not torch.equal(got, t), k
+        else:
+            assert torch.equal(got, t), k
+    expected = rms(moved_head(params, want, draw, s) - y)
+    update = values(model_update(params, draw, s), "model_update")[:, 0]
+    assert torch.allclose(update, expected, rtol=1e-12, atol=0)
+
+
+def test_update_params_needs_the_update_probe_and_gradients():
+    with pytest.raises(ConfigError, match="update_params='weights'"):
+        tiny(update_params="weights").check()
+    with pytest.raises(ConfigError, match="update_params='weights'"):
+        tiny(placement="rezero", update_lr=1e-3, update_params="weights").check()
 
 
 @pytest.mark.parametrize("placement", ["post", "pre", "deepnorm", "deepnorm_torchscale"])

@@ -18,6 +18,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from depthlab.core.model import Draw, StackParams, Trace, forward, per_seed_loss
 from depthlab.core.probes import Probe, measures, rms, sq_norm
+from depthlab.vocabulary.inits import WEIGHTS
 from depthlab.vocabulary.metrics import INPUT_SD, Metric
 from depthlab.vocabulary.settings import RunSettings
 
@@ -115,12 +116,28 @@ FIRST_STEPS: dict[str, Callable[[Tensor], Tensor]] = {
 }
 
 
+# the block parameters each update_params moves (`all`: every leaf, StackParams.leaves): the
+# six weight matrices (DeepNet's θ), or those and the linear maps' biases (bq for wq, ...)
+UPDATE_NAMES = {"weights": WEIGHTS, "sublayer": (*WEIGHTS, *(f"b{w[1:]}" for w in WEIGHTS))}
+
+
+def moving(params: StackParams, s: RunSettings) -> list[Tensor]:
+    """The leaves the first step moves, by s.update_params: every leaf (`all`), or the named
+    parameters of every block (UPDATE_NAMES; a bias left out by `bias: false` is none)."""
+    if s.update_params == "all":
+        return params.leaves()
+    names = UPDATE_NAMES[s.update_params]
+    return [t for b in params.blocks for k, t in b.items() if k in names]
+
+
 def first_step(params: StackParams, draw: Draw, s: RunSettings,
                branch_scales: BranchScales | None = None) -> tuple[StackParams, Tensor, Trace]:
     """The weights after the first step from init of the optimiser s.update_optimizer at
-    learning rate s.update_lr, and the head input and trace of the pass at init that gives the
-    gradient g (of the summed per-seed loss in every parameter: blocks and final,
-    StackParams.leaves; one without a gradient, such as an unused final LN, does not move):
+    learning rate s.update_lr on the parameters s.update_params names (`moving`; the others
+    keep their init), and the head input and trace of the pass at init that gives the
+    gradient g (of the summed per-seed loss in those parameters; with `all` every parameter:
+    blocks and final, StackParams.leaves; one without a gradient, such as an unused final LN,
+    does not move):
 
     adam: Adam's first step. With the bias-corrected moments m = g and v = g²,
           Δθ = −lr g / (|g| + eps) (eps 1e-8, Adam's default; no weight decay): about
@@ -130,7 +147,7 @@ def first_step(params: StackParams, draw: Draw, s: RunSettings,
           arXiv 2203.00555: ||ΔF|| = O(η)).
 
     Its own autograd pass: the gradients the probes read are untouched."""
-    leaves = params.leaves()
+    leaves = moving(params, s)
     with torch.enable_grad():
         y, trace = forward(params, draw.x.detach(), s, branch_scales)
         loss = per_seed_loss(y, params, draw, s).sum()
@@ -139,8 +156,9 @@ def first_step(params: StackParams, draw: Draw, s: RunSettings,
     # in place: each gradient's memory becomes its moved parameter, θ − lr step(g)
     moved = {id(t): step(g).mul_(-s.update_lr).add_(t.detach())
              for t, g in zip(leaves, grads, strict=True)}
-    blocks = [{k: moved[id(v)] for k, v in b.items()} for b in params.blocks]
-    return StackParams(blocks, {k: moved[id(v)] for k, v in params.final.items()}), y, trace
+    blocks = [{k: moved.get(id(v), v) for k, v in b.items()} for b in params.blocks]
+    final = {k: moved.get(id(v), v) for k, v in params.final.items()}
+    return StackParams(blocks, final), y, trace
 
 
 @measures(
@@ -160,7 +178,8 @@ def model_update(params: StackParams, draw: Draw, s: RunSettings,
     update_lr from init (`first_step`: Adam's, or SGD's) moves the model on the same input x,
     per seed:
 
-    model_update:  rms(F(θ + Δθ) − F(θ)) over the head input F (sublayer 'head', layer L);
+    model_update:  rms(F(θ + Δθ) − F(θ)) over the head input F (sublayer 'head', layer L), Δθ
+                   on the parameters update_params names (every one by default);
     update_stream: rms(x_l(θ + Δθ) − x_l(θ)) of the stream after block l (sublayer 'block',
                    l = 0..L; l = 0 moves only where an input LN has weights).
 

@@ -8,10 +8,10 @@ takes no gradients (grad_of none) reads every forward probe of one that does, wh
 the same (autograd changes no forward number), and a cell without the pairwise block
 correlations, the Jacobian probe (jacobian_dirs) or the update probe (update_lr) reads one with
 them (with the same directions; the same learning rate and the same first step,
-update_optimizer: an update is never read from another optimiser's). The owner of a group of
-such cells is the one with the most probes (then the first in config order); it is measured,
-the others copy its rows. Calibrated arms (their numbers depend on a calibration) and training
-studies are never shared.
+update_optimizer and update_params: an update is never read from another optimiser's or from
+a step of other parameters). The owner of a group of such cells is the one with the most
+probes (then the first in config order); it is measured, the others copy its rows. Calibrated
+arms (their numbers depend on a calibration) and training studies are never shared.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ from depthlab.vocabulary.paths import SHARD
 from depthlab.vocabulary.settings import RunSettings
 
 # settings that say what is probed, not what is computed
-PROBE_OPTIONS = ("grad_of", "block_corr", "jacobian_dirs", "update_lr", "update_optimizer")
+PROBE_OPTIONS = ("grad_of", "block_corr", "jacobian_dirs", "update_lr", "update_optimizer",
+                 "update_params")
 # settings that say how the seeds are split into passes (the split itself is in the key)
 SPLIT_OPTIONS = ("seed_batch", "pass_mb")
 
@@ -43,12 +44,17 @@ def numbers_key(s: RunSettings) -> str:
     return json.dumps(values, sort_keys=True)
 
 
+def _step(s: RunSettings) -> tuple:
+    """What the update probe's first step is: its learning rate, optimiser and parameters."""
+    return s.update_lr, s.update_optimizer, s.update_params
+
+
 def covers(owner: RunSettings, reader: RunSettings) -> bool:
     """Whether the owner's rows hold every probe the reader's cell would measure (an update
-    only from a step of the same optimiser at the same learning rate)."""
+    only from a step of the same optimiser at the same learning rate on the same parameters)."""
     gradients = reader.grad_of in ("none", owner.grad_of)
     update = not reader.update_lr or (
-        (reader.update_lr, reader.update_optimizer) == (owner.update_lr, owner.update_optimizer))
+        _step(reader) == _step(owner))
     return (gradients and (owner.block_corr or not reader.block_corr)
             and reader.jacobian_dirs in (0, owner.jacobian_dirs) and update)
 

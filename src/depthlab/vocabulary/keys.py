@@ -181,6 +181,18 @@ KEYS: dict[str, Key] = {
             "sgd (−lr·g)"
         ),
     ),
+    "update_params": Key(
+        "which parameters the update probe's first step (`update_lr`) moves: `all`, every "
+        "parameter (the blocks' weights, biases, LayerNorms, gates, and the final LN and "
+        "head); `weights`, the six weight matrices of each block (W_q, W_k, W_v, W_o, W_1, "
+        "W_2: the θ of DeepNet's bound, Wang et al. 2022, sec. 4); `sublayer`, those and the "
+        "linear maps' biases (no norm, gate or head). The others keep their init; the "
+        "gradient is that of the same loss (`depthlab.core.response.first_step`), as "
+        "`grad_of` picks the parameters of the layer gradient; not `all` needs `update_lr` > 0"
+        " and weights that get a gradient at init (not ReZero's)",
+        summary="the parameters the update probe's first step moves: all, weights (the six "
+                "weight matrices of each block) or sublayer (and their biases)",
+    ),
     "block": Key(
         "your own block instead of the placement's: a factory called as `function(settings)` "
         "once per block under the seed's generator, returning an `nn.Module` that maps the "

@@ -22,6 +22,9 @@ LOSSES = ("mse", "cross_entropy")
 GRAD_OF = ("params", "weights", "input", "none")
 FINAL_NORMS = ("auto", "on", "off")
 UPDATE_OPTIMIZERS = ("adam", "sgd")  # the first step of the update probe (update_lr)
+# which parameters that first step moves: every leaf (all), the blocks' six weight matrices
+# (weights, DeepNet's θ), or those and the linear maps' biases (sublayer)
+UPDATE_PARAMS = ("all", "weights", "sublayer")
 # the allowed values of each setting that has a fixed set (the schema's enums match: a test)
 CHOICES = {
     "placement": tuple(PLACEMENTS),
@@ -34,6 +37,7 @@ CHOICES = {
     "grad_of": GRAD_OF,
     "final_norm": FINAL_NORMS,
     "update_optimizer": UPDATE_OPTIMIZERS,
+    "update_params": UPDATE_PARAMS,
 }
 
 
@@ -95,6 +99,7 @@ class RunSettings:
     jacobian_dirs: int = 0
     update_lr: float = 0.0
     update_optimizer: str = "adam"
+    update_params: str = "all"
     block: str = ""
 
     def __post_init__(self) -> None:
@@ -157,11 +162,12 @@ class RunSettings:
             raise ConfigError(
                 f"{where}: update_lr={self.update_lr!r} must be a non-negative finite number"
             )
-        if self.update_optimizer != "adam" and not self.update_lr:
-            raise ConfigError(
-                f"{where}: update_optimizer={self.update_optimizer!r} takes a step only with "
-                "update_lr > 0 (the update probe is off)"
-            )
+        for key, default in (("update_optimizer", "adam"), ("update_params", "all")):
+            if getattr(self, key) != default and not self.update_lr:
+                raise ConfigError(
+                    f"{where}: {key}={getattr(self, key)!r} takes a step only with "
+                    "update_lr > 0 (the update probe is off)"
+                )
         placement = PLACEMENTS[self.placement]
         if not placement.residual and self.skip_scale != 1:
             raise ConfigError(
@@ -216,6 +222,12 @@ class RunSettings:
                 f"{where}: grad_of='weights' with placement {self.placement!r}: its weight "
                 "gradients are exactly zero at init (gates 0), so their first/last ratio is "
                 "undefined; use grad_of='params' (includes the gates)"
+            )
+        if placement.gates and self.update_params != "all":
+            raise ConfigError(
+                f"{where}: update_params={self.update_params!r} with placement "
+                f"{self.placement!r}: its weight and bias gradients are exactly zero at init "
+                "(gates 0), so that step moves nothing; use update_params='all' (moves the gates)"
             )
 
     @property

@@ -35,12 +35,13 @@ from depthlab.analysis.style import (
 from depthlab.studies.fixes.fit import CALIBRATED, FIX_LABELS
 from depthlab.studies.fixes.tables import (
     GRAD_READINGS,
+    MOVED_NAMES,
     ZERO_BY_CONSTRUCTION,
     reading_ratios,
     width_depth,
 )
 from depthlab.vocabulary.placements import FAMILIES, LABELS, PLACEMENTS, color
-from depthlab.vocabulary.settings import UPDATE_OPTIMIZERS
+from depthlab.vocabulary.settings import UPDATE_OPTIMIZERS, UPDATE_PARAMS
 
 # the placements' look, and the calibrated Pre-LN variant's: the first colour no placement
 # takes, dashed
@@ -256,7 +257,7 @@ def model_update(fits: pd.DataFrame):
 
 
 # the update_response figure: a line style per learning rate (the largest solid), a panel per
-# first step (update_optimizer) titled with its Δθ
+# first step (update_optimizer) and the parameters it moves (update_params), titled with its Δθ
 LR_DASHES = ("", (4, 1.5), (1, 1.5), (5, 1.5, 1, 1.5))
 STEP_TITLES = {"adam": "Adam's first step, Δθ = −η·g/(|g| + 1e-8)",
                "sgd": "SGD's first step, Δθ = −η·g"}
@@ -264,12 +265,14 @@ STEP_TITLES = {"adam": "Adam's first step, Δθ = −η·g/(|g| + 1e-8)",
 
 def update_response(fits: pd.DataFrame):
     """The head input's change per unit learning rate, dF/η = rms(F(θ + Δθ) − F(θ)) / η,
-    against depth, log-log, a panel per first step (Adam's, SGD's), a curve per placement (the
-    registry's colour and marker) and learning rate η (line style); the mean across seeds with
-    the 95% t-interval of the seed mean as a band. Where η is in the linear regime the curves
-    of its η lie on each other."""
+    against depth, log-log, a panel per first step (Adam's, SGD's) and the parameters it moves
+    (every one, or the weight matrices: DeepNet's θ), a curve per placement (the registry's
+    colour and marker) and learning rate η (line style); the mean across seeds with the 95%
+    t-interval of the seed mean as a band. Where η is in the linear regime the curves of its
+    η lie on each other."""
     response = pick(fits, quantity="update_response")
-    steps = [s for s in UPDATE_OPTIMIZERS if s in set(response["update_optimizer"])]
+    panels = [(step, moved) for step in UPDATE_OPTIMIZERS for moved in UPDATE_PARAMS
+              if len(pick(response, update_optimizer=step, update_params=moved))]
     lrs = sorted(response["update_lr"].unique(), reverse=True)
     dashes = {lr: LR_DASHES[i % len(LR_DASHES)] for i, lr in enumerate(lrs)}
     # a curve per (placement, η), named 'fix η'; its style the placement's, dashed by η
@@ -277,14 +280,14 @@ def update_response(fits: pd.DataFrame):
              for lr in lrs}
     response = response.assign(curve=[f"{fix} {lr:g}" for fix, lr in zip(
         response["fix"], response["update_lr"], strict=True)])
-    fig, axes = grid(1, len(steps), 2.6, 2.4)
+    fig, axes = grid(1, len(panels), 2.6, 2.4)
     drawn = []
-    for ax, step in zip(axes[0], steps, strict=True):
-        frame = response[response["update_optimizer"] == step]
+    for ax, (step, moved) in zip(axes[0], panels, strict=True):
+        frame = pick(response, update_optimizer=step, update_params=moved)
         drawn += [c.split()[0] for c in curves(ax, frame, "depth", by="curve", style=style,
                                                spread=CI)]
         log_scale(ax, "x", "y")
-        ax.set_title(STEP_TITLES[step])
+        ax.set_title(f"{STEP_TITLES[step]}\non {MOVED_NAMES[moved]}")
         ax.set_xlabel(DEPTH)
         ax.set_ylabel("rms(F(θ+Δθ) − F(θ)) / η\n(input-sd units per unit η)")
     rates = [(Line2D([], [], color="0.3", lw=1, **({"dashes": dashes[lr]} if dashes[lr] else {})),

@@ -30,10 +30,10 @@ FIX_ORDER = (*ORDER, CALIBRATED)  # the table and plotting order: the registry's
 FIX_LABELS = {**LABELS, CALIBRATED: f"{LABELS['pre']} + calibrated scales"}
 
 KEYS = ["arm", "label", "fix", "placement", "depth", "d_model", "heads", "init", "bias",
-        "grad_of", "update_lr", "update_optimizer"]
+        "grad_of", "update_lr", "update_optimizer", "update_params"]
 SEED_KEYS = ["arm", "label", "seed"]
 ACROSS_KEYS = ["arm", "fix", "placement", "d_model", "heads", "init", "bias",
-               "grad_of", "update_lr", "update_optimizer"]  # a curve over depth
+               "grad_of", "update_lr", "update_optimizer", "update_params"]  # a curve over depth
 # the update_linearity ratio of dF/η between neighbouring learning rates (a decade apart in the
 # update_response arm) is "linear" within this of 1. Where dF/η = a + bη + O(η²), the ratio
 # of η over η/10 is about 1 + 0.9 bη/a, so within 5% the step's beyond-linear part is at most
@@ -120,20 +120,23 @@ QUANTITIES = {
     "jacobian_max_sv": "its largest singular value after jacobian_dirs power-iteration steps on "
                        "JᵀJ (a lower bound)",
     "model_update": "rms(F(θ + Δθ) − F(θ)) over the head input F after the first step of "
-                    "update_optimizer from init at lr = update_lr, every parameter (adam: "
+                    "update_optimizer from init at lr = update_lr on the parameters "
+                    "update_params names (all: every one; weights: each block's six weight "
+                    "matrices, DeepNet's θ; adam: "
                     "Δθ = −lr g/(|g| + 1e-8); sgd: Δθ = −lr g; input-sd units)",
     "update_response": "dF/η = model_update / update_lr per seed: the head input's change per "
                        "unit learning rate (input-sd units per unit lr); the same at every "
                        "small enough lr where the step is a linear response",
     "update_linearity": "per seed, update_response at the cell's update_lr over update_response "
                         "at the next smaller update_lr of the arm (same placement, optimiser, "
-                        "depth and seed; 1 = linear, the lr in the linear regime where every "
-                        "seed's ratio is within LINEAR_TOLERANCE, 5%, of 1); no row at the "
-                        "smallest lr",
-    "model_update_exponent": "across the depths of an arm at one update_lr and "
-                             "update_optimizer: per seed the OLS slope of ln(model_update) on "
-                             "ln L, the same as that of ln(update_response) (the lr cancels; "
-                             "0 = an update bounded in depth)",
+                        "parameters, depth and seed; 1 = linear, the lr in the linear regime "
+                        "where every seed's ratio is within LINEAR_TOLERANCE, 5%, of 1); no row "
+                        "at the smallest lr",
+    "model_update_exponent": "across the depths of an arm at one update_lr, "
+                             "update_optimizer and update_params: per seed the OLS slope of "
+                             "ln(model_update) on ln L, the same as that of "
+                             "ln(update_response) (the lr cancels; 0 = an update bounded in "
+                             "depth)",
 }
 
 
@@ -200,7 +203,8 @@ def per_seed(table: pd.DataFrame, cells: pd.DataFrame) -> pd.DataFrame:
 def linearity(derived: pd.DataFrame) -> pd.DataFrame:
     """update_linearity from the per-seed quantities with their cells' keys (per_seed merged
     with the cells): each seed's update_response over that at the next smaller update_lr of
-    the same arm, placement, optimiser and depth, on the row of the larger lr's cell."""
+    the same arm, placement, optimiser, parameters moved and depth, on the row of the larger
+    lr's cell."""
     curve = [k for k in KEYS if k not in ("label", "update_lr")] + ["seed"]
     response = derived[derived["metric"] == "update_response"].sort_values([*curve, "update_lr"])
     smaller = response.groupby(curve, sort=False)["value"].shift()

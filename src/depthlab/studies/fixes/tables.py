@@ -3,6 +3,8 @@ update per unit learning rate across depths, optimisers and learning rates."""
 
 from __future__ import annotations
 
+import itertools
+
 import pandas as pd
 
 from depthlab.analysis.select import pick
@@ -10,7 +12,7 @@ from depthlab.analysis.tables import fmt, median_range, spread
 from depthlab.studies.fixes.fit import FIX_LABELS, FIX_ORDER, linear
 from depthlab.vocabulary.inits import INIT_KINDS
 from depthlab.vocabulary.placements import PLACEMENTS
-from depthlab.vocabulary.settings import UPDATE_OPTIMIZERS
+from depthlab.vocabulary.settings import UPDATE_OPTIMIZERS, UPDATE_PARAMS
 
 # (quantity, column): the probes of the notes, one number per seed each (fit.QUANTITIES)
 PROBES = (
@@ -206,8 +208,11 @@ def width(fits: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-# the update probe's first step (update_optimizer) as a reader names it
+# the update probe's first step (update_optimizer) and what it moves (update_params) as a
+# reader names them
 STEP_NAMES = {"adam": "Adam", "sgd": "SGD"}
+MOVED_NAMES = {"all": "every parameter", "weights": "weight matrices (DeepNet's θ)",
+               "sublayer": "weight matrices and biases"}
 
 
 def _regime(fits: pd.DataFrame, curve: pd.DataFrame, smaller: float | None,
@@ -221,7 +226,8 @@ def _regime(fits: pd.DataFrame, curve: pd.DataFrame, smaller: float | None,
     own = smaller is not None
     lr = curve["update_lr"].iloc[0] if own else larger
     ratios = pick(fits, quantity="update_linearity", fix=curve["fix"].iloc[0],
-                  update_optimizer=curve["update_optimizer"].iloc[0], update_lr=lr)
+                  update_optimizer=curve["update_optimizer"].iloc[0],
+                  update_params=curve["update_params"].iloc[0], update_lr=lr)
     ok = {int(r["depth"]): linear(r) for _, r in ratios.iterrows()}
     depths = sorted(int(d) for d in curve["depth"])
     failed = [d for d in depths if ok.get(d) is False]
@@ -233,32 +239,34 @@ def _regime(fits: pd.DataFrame, curve: pd.DataFrame, smaller: float | None,
 
 
 def update_response(fits: pd.DataFrame) -> pd.DataFrame:
-    """Every placement x first step (update_optimizer) x learning rate η of the arms read: the
-    head input's change per unit lr, dF/η = model_update / η, at each depth (median across
-    seeds [seed range]); its log-log exponent across the depths (the mean across seeds and
-    the 95% t-interval of the seed mean); whether η is in the linear regime (`_regime`)."""
+    """Every placement x first step (update_optimizer) x parameters it moves (update_params) x
+    learning rate η of the arms read: the head input's change per unit lr, dF/η =
+    model_update / η, at each depth (median across seeds [seed range]); its log-log exponent
+    across the depths (the mean across seeds and the 95% t-interval of the seed mean); whether
+    η is in the linear regime (`_regime`)."""
     response = pick(fits, quantity="update_response")
     depths = sorted(response["depth"].unique())
     lrs = sorted(response["update_lr"].unique())
     rows = []
-    for fix in FIX_ORDER:
-        for step in UPDATE_OPTIMIZERS:
-            for i, lr in enumerate(lrs):
-                curve = pick(response, fix=fix, update_optimizer=step, update_lr=lr)
-                if curve.empty:
-                    continue
-                row = {"placement": FIX_LABELS[fix], "first step": STEP_NAMES[step], "η": lr}
-                for depth in depths:
-                    cell = curve[curve["depth"] == depth]
-                    row[f"dF/η, L = {int(depth)}"] = median_range(cell.iloc[0]) if len(
-                        cell) else "—"
-                exponent = pick(fits, quantity="model_update_exponent", fix=fix,
-                                update_optimizer=step, update_lr=lr)
-                row["exponent across depths"] = (
-                    f"{fmt(exponent['mean'].iloc[0])} "
-                    f"{spread(exponent['ci_lo'].iloc[0], exponent['ci_hi'].iloc[0])}"
-                    if len(exponent) else "—")
-                row["linear regime"] = _regime(fits, curve, lrs[i - 1] if i else None,
-                                               lrs[i + 1] if i + 1 < len(lrs) else None)
-                rows.append(row)
+    for fix, step, moved in itertools.product(FIX_ORDER, UPDATE_OPTIMIZERS, UPDATE_PARAMS):
+        for i, lr in enumerate(lrs):
+            curve = pick(response, fix=fix, update_optimizer=step, update_params=moved,
+                         update_lr=lr)
+            if curve.empty:
+                continue
+            row = {"placement": FIX_LABELS[fix], "first step": STEP_NAMES[step],
+                   "moves": MOVED_NAMES[moved], "η": lr}
+            for depth in depths:
+                cell = curve[curve["depth"] == depth]
+                row[f"dF/η, L = {int(depth)}"] = median_range(cell.iloc[0]) if len(
+                    cell) else "—"
+            exponent = pick(fits, quantity="model_update_exponent", fix=fix,
+                            update_optimizer=step, update_params=moved, update_lr=lr)
+            row["exponent across depths"] = (
+                f"{fmt(exponent['mean'].iloc[0])} "
+                f"{spread(exponent['ci_lo'].iloc[0], exponent['ci_hi'].iloc[0])}"
+                if len(exponent) else "—")
+            row["linear regime"] = _regime(fits, curve, lrs[i - 1] if i else None,
+                                           lrs[i + 1] if i + 1 < len(lrs) else None)
+            rows.append(row)
     return pd.DataFrame(rows)
