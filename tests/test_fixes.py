@@ -37,6 +37,10 @@ COMMON_INIT = [p for p in ORDER if p not in OWN_INIT]  # the placements the init
 RESPONSE_PLACEMENTS = ["post", "pre", "deepnorm", "deepnorm_torchscale"]
 LRS = [1e-5, 1e-4, 1e-3]
 STEPS = ["sgd", "adam"]
+# each paper's comparison at its init: ResiDual's, NormFormer's and DeepNet's at fairseq's
+# (trained: DeepNorm draws its own), Peri-LN's at Megatron-LM's (gpt2)
+PAPER_ARMS = {"fairseq": ["post", "pre", "resi_dual", "normformer"],
+              "gpt2": ["post", "pre", "peri"]}
 
 
 def small_config() -> dict:
@@ -381,6 +385,11 @@ def test_configs_have_the_same_keys_and_every_placement():
             if "update_optimizer" in axes:  # the update as a linear response
                 assert placements == RESPONSE_PLACEMENTS, placements
                 assert axes["update_lr"] == LRS and axes["update_optimizer"] == STEPS
+                continue
+            if spec.get("settings", {}).get("init") in PAPER_ARMS:  # a paper's comparison
+                paper = PAPER_ARMS[spec["settings"]["init"]]
+                assert placements == paper if study == "fixes" else set(placements) <= set(
+                    paper), placements
                 continue
             if spec.get("settings", {}).get("update_params") == "weights":  # DeepNet's θ
                 assert placements == ["post", "pre", "deepnorm"], placements
