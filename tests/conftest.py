@@ -6,6 +6,7 @@ import contextlib
 import copy
 import fcntl
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -196,3 +197,23 @@ def whole(config: str | Path) -> tuple[str, ...]:
     """The arguments that run `config` as the whole config, not merged onto config/config.yaml
     (Snakemake's --replace-workflow-config): a test's small config of its own."""
     return ("--replace-workflow-config", "--configfile", str(config))
+
+
+PDFLATEX = shutil.which("pdflatex")  # LaTeX tables are compiled where it is installed
+
+
+def compile_latex(tex: str, folder: Path) -> str:
+    """`tex` (a table written by depthlab.analysis.tables.table_latex), input into an article
+    whose preamble loads T1 fonts, utf8 input and the packages the table's first line names,
+    compiled by pdflatex in `folder`; the log (AssertionError where pdflatex fails)."""
+    needs = re.findall(r"\\usepackage\{(\w+)\}", tex.splitlines()[0])
+    (folder / "table.tex").write_text(tex)
+    (folder / "doc.tex").write_text("\n".join([
+        r"\documentclass{article}", r"\usepackage[T1]{fontenc}", r"\usepackage[utf8]{inputenc}",
+        *(rf"\usepackage{{{name}}}" for name in needs), r"\begin{document}", r"\input{table}",
+        r"\end{document}", ""]))
+    done = subprocess.run([PDFLATEX, "-interaction=nonstopmode", "-halt-on-error", "doc.tex"],
+                          cwd=folder, capture_output=True, text=True, timeout=120)
+    log = (folder / "doc.log").read_text(errors="replace")
+    assert done.returncode == 0, log[-3000:]
+    return log

@@ -30,7 +30,6 @@ from depthlab.analysis.style import (
     log_scale,
     save,
 )
-from depthlab.analysis.tables import table_latex
 from depthlab.studies import TARGETS
 from depthlab.studies.fixes import figures as fixes_figures
 from depthlab.studies.fixes.fit import FIX_LABELS
@@ -367,15 +366,6 @@ def test_every_fixes_figure_reads_well(tiny_fixes_run, target):
     fig = draw(target, tiny_fixes_run)
     check_reads_well(fig)
     plt.close(fig)
-
-
-def test_a_latex_table_escapes_tex_s_special_characters():
-    shown = pd.DataFrame({"a_b": ["50%", "x & y"], "c": ["$1", "{2}"]})
-    assert table_latex(shown, "T #1", "n_1") == "\n".join([
-        r"\begin{table}", r"\centering", r"\caption{T \#1}", r"\begin{tabular}{lr}",
-        r"\toprule", r"a\_b & c \\", r"\midrule", r"50\% & \$1 \\", r"x \& y & \{2\} \\",
-        r"\bottomrule", r"\end{tabular}", r"\par\smallskip\footnotesize n\_1",
-        r"\end{table}", ""])
 
 
 @pytest.mark.parametrize("natural, width", [(2.6, 3.5), (4.0, 3.5), (4.8, 7.0), (15.6, 7.0)])

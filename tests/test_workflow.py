@@ -8,7 +8,7 @@ import sys
 
 import pandas as pd
 import pytest
-from conftest import CONSOLE, tiny_targets
+from conftest import CONSOLE, PDFLATEX, compile_latex, tiny_targets
 
 from depthlab.core.io import read_meta
 from depthlab.vocabulary import paths
@@ -114,15 +114,21 @@ def test_every_compute_job_logs_what_it_used(tiny_run):
 @pytest.mark.workflow
 @pytest.mark.parametrize("target", [t for t in tiny_targets() if t.kind == "table"],
                          ids=lambda t: t.name)
-def test_every_table_has_a_latex_table_beside_it(tiny_run, target):
-    """Each rendered table also as LaTeX: a booktabs tabular with the CSV's header
-    and one row per CSV row, no unescaped underscore."""
+def test_every_table_has_a_latex_table_beside_it(tiny_run, target, tmp_path):
+    """Each rendered table also as LaTeX: plain ASCII naming the packages it needs, a booktabs
+    tabular with the CSV's header and one row per CSV row, no unescaped underscore outside
+    maths; where pdflatex is installed it compiles with those packages and fits the text
+    width (no overfull box)."""
     csv = pd.read_csv(tiny_run / target.outputs["csv"])
     tex = (tiny_run / target.outputs["tex"]).read_text()
     body = tex[tex.index("\\midrule") + len("\\midrule"):tex.index("\\bottomrule")]
-    assert tex.startswith("\\begin{table}") and "\\begin{tabular}{l" in tex
+    assert tex.startswith("% needs \\usepackage{booktabs}") and tex.isascii()
+    assert "\\begin{table}" in tex and "\\begin{tabular}{l" in tex
     assert len(body.strip().splitlines()) == len(csv) > 0
-    assert re.search(r"(?<!\\)_", tex.replace("\\_", "")) is None
+    text = re.sub(r"(?<!\\)\$.*?(?<!\\)\$", "", tex)  # outside $...$
+    assert re.search(r"(?<!\\)_", text.replace("\\_", "")) is None
+    if PDFLATEX:
+        assert "Overfull \\hbox" not in compile_latex(tex, tmp_path)
 
 
 @pytest.mark.workflow

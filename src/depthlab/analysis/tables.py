@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from depthlab.analysis.notation import latex_text
 from depthlab.core.io import write_text
 
 
@@ -61,26 +62,24 @@ def table_html(shown: pd.DataFrame, title: str, note: str = "") -> str:
     return text + (f"<p>{html.escape(note)}</p>\n" if note else "")
 
 
-# LaTeX's special characters and what stands for each in text
-LATEX_ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
-                 "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}",
-                 "^": r"\textasciicircum{}"}
-
-
-def latex_text(value) -> str:
-    """A cell as LaTeX text: its special characters escaped."""
-    return "".join(LATEX_ESCAPES.get(c, c) for c in str(value))
+# what a LaTeX table written here needs from the document's preamble
+LATEX_PACKAGES = ("booktabs", "graphicx")
 
 
 def table_latex(shown: pd.DataFrame, title: str, note: str = "") -> str:
-    """A formatted table as a LaTeX table environment (booktabs rules, the title as caption,
-    the note below), to \\input into a paper with \\usepackage{booktabs}."""
+    """A formatted table as a LaTeX table environment to \\input into a paper: plain ASCII
+    (maths in $...$, so no inputenc or fontenc is needed), booktabs rules, the title as caption,
+    the note below, the tabular scaled down to the line width where it is wider (graphicx's
+    \\resizebox); the packages it needs are named in its first line."""
     cols = "l" + "r" * (shown.shape[1] - 1)
     rows = [" & ".join(latex_text(v) for v in row) + r" \\" for row in shown.to_numpy()]
-    lines = [r"\begin{table}", r"\centering", rf"\caption{{{latex_text(title)}}}",
+    needs = ", ".join(rf"\usepackage{{{package}}}" for package in LATEX_PACKAGES)
+    lines = [f"% needs {needs} (booktabs rules; graphicx scales a wide table to the line width)",
+             r"\begin{table}", r"\centering", rf"\caption{{{latex_text(title)}}}",
+             r"\resizebox{\ifdim\width>\linewidth\linewidth\else\width\fi}{!}{%",
              rf"\begin{{tabular}}{{{cols}}}", r"\toprule",
              " & ".join(latex_text(c) for c in shown.columns) + r" \\", r"\midrule", *rows,
-             r"\bottomrule", r"\end{tabular}"]
+             r"\bottomrule", r"\end{tabular}}"]
     if note:
         lines.append(rf"\par\smallskip\footnotesize {latex_text(note)}")
     return "\n".join([*lines, r"\end{table}", ""])
