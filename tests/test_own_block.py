@@ -11,10 +11,13 @@ import re
 import numpy as np
 import pytest
 from conftest import ROOT, planned
+from torch import nn
 
 from depthlab.core.measure import measure_cell
-from depthlab.core.own_block import POINTS, measure_module, resolve
+from depthlab.core.own_block import POINTS, check_block, measure_module, resolve
 from depthlab.core.probes import PROBES
+from depthlab.planner.overlay import config_of
+from depthlab.planner.validate import check_config
 from depthlab.vocabulary.settings import ConfigError, RunSettings
 
 SETTINGS = RunSettings(placement="pre", attention="torch_mha", causal=False, depth=3,
@@ -85,3 +88,86 @@ def test_the_readme_example_runs_as_written():
     exec(compile(code, "README.md", "exec"), namespace)  # noqa: S102
     rows = namespace["rows"]
     assert {"grad_ratio", "stream_sd"} <= set(rows["metric"]) and rows["value"].notna().all()
+
+
+class _Wider(nn.Module):
+    """d -> 2d: not a block of a residual stream."""
+
+    def __init__(self, s):
+        super().__init__()
+        self.lin = nn.Linear(s.d_model, 2 * s.d_model)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+class _Pair(nn.Module):
+    """Returns (x, None), as Hugging Face's decoder layers return a tuple."""
+
+    def __init__(self, s):
+        super().__init__()
+        self.lin = nn.Linear(s.d_model, s.d_model)
+
+    def forward(self, x):
+        return x + self.lin(x), None
+
+
+class _Typo(_Pair):
+    depthlab_points = {"mpl": "lin.output"}
+
+    def forward(self, x):
+        return x + self.lin(x)
+
+
+class _NoSubmodule(_Typo):
+    depthlab_points = {"attn": "attn.output"}
+
+
+BROKEN = [
+    (lambda s: _Wider(s), r"maps a stream of shape \(1, 8, 16\) to \(1, 8, 32\)"),
+    (lambda s: _Pair(s), r"returns a tuple; return the stream"),
+    (lambda s: nn.Identity(), r"has no parameters"),
+    (lambda s: nn.Linear(s.d_model, s.d_model).weight, r"returned a Parameter, not an nn.Module"),
+    (lambda s: _Typo(s), r"depthlab_points key 'mpl' is not one of .* \(did you mean "
+                         r"'mlp'\?\)"),
+    (lambda s: _NoSubmodule(s), r"depthlab_points\['attn'\] = 'attn.output': the block has no "
+                                r"submodule 'attn'"),
+    (lambda s: 1 / 0, r"building a block raised ZeroDivisionError: division by zero"),
+]
+
+
+@pytest.mark.parametrize("factory, message", BROKEN)
+def test_a_broken_block_is_one_line_before_it_is_measured(factory, message):
+    """Each mistake a block can make is one ConfigError line naming where and the block, from
+    check_block and from measure_module, before any probe runs."""
+    for call in (lambda: check_block(factory, SETTINGS, "studies.s.arms.a"),
+                 lambda: measure_module(factory, SETTINGS)):
+        with pytest.raises(ConfigError, match=message) as err:
+            call()
+        assert "\n" not in str(err.value) and "block=" in str(err.value)
+
+
+def test_a_missing_function_is_named():
+    with pytest.raises(ConfigError, match=r"block='examples.encoder_block:make_blok': module "
+                                          r"'examples.encoder_block' has no 'make_blok'"):
+        check_block("examples.encoder_block:make_blok", SETTINGS)
+
+
+def test_measure_module_checks_its_settings_first():
+    for bad, message in (({"depth": -1}, r"depth=-1 must be a positive integer"),
+                         ({"heads": 5}, r"heads"), ({"seeds": 0}, r"seeds=0")):
+        with pytest.raises(ConfigError, match=message):
+            measure_module(make_block, dataclasses.replace(SETTINGS, **bad))
+
+
+def test_the_workflow_rejects_a_broken_block_before_any_job(tmp_path, monkeypatch):
+    """The tiny config with stack96's blocks from a factory that widens the stream:
+    check_config's one line names the study, an arm and the block, before any job."""
+    config = config_of(ROOT, "config/tiny.yaml")
+    config["studies"]["stack96"].setdefault("settings", {})["block"] = "wide_blocks:make"
+    (tmp_path / "wide_blocks.py").write_text(
+        "from torch import nn\n\n\ndef make(s):\n    return nn.Linear(s.d_model, 2 * s.d_model)\n")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError, match=r"^studies\.stack96\.arms\.\w+: block='wide_blocks:"
+                                          r"make': the block maps a stream of shape"):
+        check_config(config, ROOT / "workflow/schemas/config.schema.yaml")

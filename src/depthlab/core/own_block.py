@@ -24,6 +24,7 @@ final norm, and whether its stream telescopes (the variance increments, the bloc
 from __future__ import annotations
 
 import contextlib
+import difflib
 import importlib
 import os
 import sys
@@ -37,7 +38,7 @@ from depthlab.core.model import StackParams, Trace, torch_dtype
 from depthlab.core.probes import PROBES, Probe, pass_rows
 from depthlab.core.records import check_finite
 from depthlab.vocabulary.placements import PLACEMENTS
-from depthlab.vocabulary.settings import RunSettings
+from depthlab.vocabulary.settings import ConfigError, RunSettings
 
 BlockFactory = Callable[[RunSettings], nn.Module]
 
@@ -62,6 +63,83 @@ def resolve(path: str) -> BlockFactory:
     if sys.path[:1] != [os.getcwd()]:
         sys.path.insert(0, os.getcwd())
     return getattr(importlib.import_module(module), name)
+
+
+def _line(err: Exception) -> str:
+    """An exception as one line: its type and the first line of its message."""
+    return f"{type(err).__name__}: {(str(err).splitlines() or [''])[0]}"
+
+
+def _check_points(block: nn.Module, prefix: str) -> None:
+    """ConfigError where `depthlab_points` names a point POINTS does not have (with the nearest
+    one) or a submodule the block does not have."""
+    for point, where in getattr(block, "depthlab_points", {}).items():
+        if point not in POINTS:
+            near = difflib.get_close_matches(point, POINTS, n=1)
+            hint = f" (did you mean {near[0]!r}?)" if near else ""
+            raise ConfigError(f"{prefix}: depthlab_points key {point!r} is not one of "
+                              f"{list(POINTS)}{hint}")
+        name, _, side = where.rpartition(".")
+        try:
+            block.get_submodule(name)
+        except AttributeError:
+            raise ConfigError(f"{prefix}: depthlab_points[{point!r}] = {where!r}: the block has "
+                              f"no submodule {name!r}") from None
+        if side not in ("output", "input"):
+            raise ConfigError(f"{prefix}: depthlab_points[{point!r}] = {where!r}: not "
+                              "'submodule.output' or 'submodule.input'")
+
+
+def check_block(factory: BlockFactory | str, s: RunSettings, where: str = "settings"
+                ) -> BlockFactory:
+    """The factory, once one block of it has been built and run on a (1, tokens, d) stream at
+    the settings s; else a one-line ConfigError naming `where` and the block: a module without
+    the function, a factory that raises or returns no nn.Module, a block without parameters
+    (its gradient norm, the unit of the gradient probes, would be 0), a depthlab_points key or
+    submodule that does not exist, a forward that raises, returns a tuple or changes the
+    stream's shape. Before any job (the workflow's validate) and in measure_module."""
+    name = factory if isinstance(factory, str) else getattr(factory, "__qualname__",
+                                                            repr(factory))
+    prefix = f"{where}: block={name!r}"
+    if isinstance(factory, str):
+        module, _, function = factory.partition(":")
+        try:
+            factory = resolve(factory)
+        except ValueError as err:
+            raise ConfigError(f"{prefix}: {err}") from None
+        except ImportError as err:
+            raise ConfigError(f"{prefix}: importing {module!r} raised {_line(err)}") from None
+        except AttributeError:
+            raise ConfigError(f"{prefix}: module {module!r} has no {function!r}") from None
+    x = torch.zeros(1, s.tokens, s.d_model, dtype=torch_dtype(s.dtype))
+    with torch.random.fork_rng(devices=[]), _default_dtype(x.dtype):
+        torch.manual_seed(0)
+        try:
+            block = factory(s)
+        except Exception as err:  # noqa: BLE001 (any error of the user's code, as one line)
+            raise ConfigError(f"{prefix}: building a block raised {_line(err)}") from None
+        if not isinstance(block, nn.Module):
+            raise ConfigError(f"{prefix}: the factory returned a {type(block).__name__}, not "
+                              "an nn.Module")
+        if next(block.parameters(), None) is None:
+            raise ConfigError(f"{prefix}: the block has no parameters (its gradient norm, the "
+                              "gradient probes' unit, would be 0)")
+        _check_points(block, prefix)
+        x.normal_()
+        try:
+            with torch.no_grad():
+                out = block.to(x.dtype)(x)
+        except Exception as err:  # noqa: BLE001
+            raise ConfigError(f"{prefix}: its forward on a stream of shape {tuple(x.shape)} "
+                              f"raised {_line(err)}") from None
+    if isinstance(out, tuple):
+        raise ConfigError(f"{prefix}: the block returns a tuple; return the stream (a layer "
+                          "that returns a tuple: wrap it and return its first element)")
+    if not isinstance(out, Tensor) or out.shape != x.shape:
+        shape = tuple(out.shape) if isinstance(out, Tensor) else type(out).__name__
+        raise ConfigError(f"{prefix}: the block maps a stream of shape {tuple(x.shape)} to "
+                          f"{shape}; it must keep the stream's shape (batch, tokens, d)")
+    return factory
 
 
 def _first(value) -> Tensor:
@@ -188,8 +266,10 @@ def module_probes(factory: BlockFactory, s: RunSettings, seeds: list[int]
 def measure_module(factory: BlockFactory | str, s: RunSettings, cell: str = "") -> pd.DataFrame:
     """The tidy rows (seed, layer, sublayer, metric, value and every setting) of a stack of
     the factory's blocks, as measure_cell gives for a built-in placement: depthlab's probes on
-    your own nn.Module, without Snakemake (as mup's get_coord_data)."""
-    factory = resolve(factory) if isinstance(factory, str) else factory
+    your own nn.Module, without Snakemake (as mup's get_coord_data). The settings and one
+    block are checked first (RunSettings.check, check_block: one-line ConfigErrors)."""
+    s.check()
+    factory = check_block(factory, s)
     probes, loss = module_probes(factory, s, s.seed_list())
     frame = pass_rows(probes, s.seed_list(), loss)
     check_finite(frame, cell)

@@ -219,22 +219,31 @@ def reject_missing_corpus(config: dict) -> None:
 
 def reject_missing_blocks(jobs: list[Job]) -> None:
     """ConfigError for an own block (setting `block`) whose module cannot be found on the
-    Python path, the working directory first (found, not imported: no torch at parse time)."""
-    first = {}  # each block named, with the first arm that names it
+    Python path, the working directory first; then one block of each is built and run at the
+    settings of each distinct cell that names it (depthlab.core.own_block.check_block: torch is
+    imported only where a config names a block), so that its mistakes are one line naming the
+    arm before any job, not a traceback inside one."""
+    cells = {}  # each block's distinct settings (seeds aside), with the first arm naming them
     for job in jobs:
         for cell in job.cells:
             if cell.settings.block:
-                first.setdefault(cell.settings.block, job)
-    if first and sys.path[:1] != [os.getcwd()]:
+                key = dataclasses.replace(cell.settings, seeds=1, seed_offset=0)
+                cells.setdefault(key, job)
+    if cells and sys.path[:1] != [os.getcwd()]:
         sys.path.insert(0, os.getcwd())
-    for path, job in first.items():
-        module = path.partition(":")[0]
+    for settings, job in cells.items():
+        module = settings.block.partition(":")[0]
         try:
             found = importlib.util.find_spec(module) is not None
         except ModuleNotFoundError:
             found = False
         if not found:
             raise ConfigError(
-                f"studies.{job.study}.arms.{job.arm}: block={path!r}: no module {module!r} "
-                "where snakemake was started or on the Python path"
+                f"studies.{job.study}.arms.{job.arm}: block={settings.block!r}: no module "
+                f"{module!r} where snakemake was started or on the Python path"
             )
+    if cells:
+        from depthlab.core.own_block import check_block
+
+        for settings, job in cells.items():
+            check_block(settings.block, settings, f"studies.{job.study}.arms.{job.arm}")
