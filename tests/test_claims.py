@@ -287,6 +287,11 @@ def test_a_pool_smaller_than_the_note_s_seeds_or_other_settings_are_not_comparab
     assert result["verdict"] == "not comparable: d_model 64, note 128"
     same = {"stack96": {"grad": {"d_model": 128}}}
     assert graded(fits(row(values=POOL, arm="grad")), settings=same)["outcome"] == "supported"
+    # an arm of an own block is never graded as the built-in placement it follows
+    own = {"stack96": {"grad": {"d_model": 128, "placement": "pre", "block": "my.blocks:make"}}}
+    result = graded(fits(row(values=POOL, arm="grad")), settings=own)
+    assert result["verdict"] == ("not comparable: block my.blocks:make (an own block, not the "
+                                 "built-in pre)")
     # the note's stated settings are those of its measurements at init, checked on every row
     # read at init whatever study holds it; a trained study is judged by its own rule
     other = {"training": pd.DataFrame([row(values=POOL, arm="grad")])}

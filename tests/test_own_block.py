@@ -171,3 +171,14 @@ def test_the_workflow_rejects_a_broken_block_before_any_job(tmp_path, monkeypatc
     with pytest.raises(ConfigError, match=r"^studies\.stack96\.arms\.\w+: block='wide_blocks:"
                                           r"make': the block maps a stream of shape"):
         check_config(config, ROOT / "workflow/schemas/config.schema.yaml")
+
+
+def test_blocks_on_an_axis_are_refused_before_any_job():
+    """An axis of blocks would merge their rows under one placement label: one line naming it."""
+    config = config_of(ROOT, "config/tiny.yaml")
+    arm = next(iter(config["studies"]["stack96"]["arms"]))
+    config["studies"]["stack96"]["arms"][arm].setdefault("axes", {})["block"] = [
+        "", EXAMPLE]
+    with pytest.raises(ConfigError, match=rf"^studies\.stack96\.arms\.{arm}\.axes\.block: an "
+                                          r"axis of blocks would merge"):
+        check_config(config, ROOT / "workflow/schemas/config.schema.yaml")

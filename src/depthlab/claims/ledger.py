@@ -122,7 +122,8 @@ def _merged(rows: dict, overrides: dict) -> dict:
 def comparable(note: dict, sample: Sample, specs: dict, arms: dict | None) -> str:
     """'' if every row was measured under its note's stated settings, else what differs (first
     few). A row that names a setting itself (a contrast: Post-LN beside Pre-LN) chooses it; the
-    others are checked on the settings of each arm the row reads (`arms`: {arm: settings})."""
+    others are checked on the settings of each arm the row reads (`arms`: {arm: settings}). An
+    arm of a user's own block (setting `block`) is never the built-in placement it follows."""
     if not arms:
         return ""
     stated = note.get("settings", {})
@@ -130,6 +131,9 @@ def comparable(note: dict, sample: Sample, specs: dict, arms: dict | None) -> st
     for name, spec in specs.items():
         for arm in sorted(sample.arms.get(name, ())):
             have = arms.get(arm, {})
+            if have.get("block"):
+                differ.append(f"block {have['block']} (an own block, not the built-in "
+                              f"{have.get('placement', 'placement')})")
             differ += [f"{k} {have[k]}, note {v}" for k, v in stated.items()
                        if k not in spec and k in have and have[k] != v]
     return "; ".join(dict.fromkeys(differ))

@@ -201,11 +201,24 @@ def check_config(config: dict, schema_path: str | Path, studies=None) -> list[Jo
     if studies is not None:
         check_studies(config, studies)
     reject_missing_corpus(config)
+    reject_block_axes(config)
     jobs = study_jobs(config)
     reject_unheld_probes(jobs)
     reject_unseen_cuda(config, jobs)
     reject_missing_blocks(jobs)
     return jobs
+
+
+def reject_block_axes(config: dict) -> None:
+    """ConfigError for `block` on an arm's axes: the tables, figures and captions label rows by
+    their placement, so the blocks' rows would merge under one label (and one band)."""
+    for study, spec in (config.get("studies") or {}).items():
+        for arm, arm_spec in ((spec or {}).get("arms") or {}).items():
+            if "block" in ((arm_spec or {}).get("axes") or {}):
+                raise ConfigError(
+                    f"studies.{study}.arms.{arm}.axes.block: an axis of blocks would merge their "
+                    "rows under one placement label in every table and figure; give each block "
+                    "a named run of its own (run: {name: ...})")
 
 
 def reject_missing_corpus(config: dict) -> None:
