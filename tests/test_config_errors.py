@@ -12,8 +12,13 @@ from conftest import DELETE, ROOT, copy_workflow, edited, run_snakemake, whole
 
 from depthlab.claims.schema import load_claims
 from depthlab.planner.overlay import config_of
-from depthlab.planner.validate import check_config, unknown_target
-from depthlab.studies import STUDIES
+from depthlab.planner.validate import (
+    check_config,
+    reject_misspelt_arms,
+    reject_off_grid_options,
+    unknown_target,
+)
+from depthlab.studies import STUDIES, TARGETS
 from depthlab.vocabulary.placements import ORDER
 from depthlab.vocabulary.settings import ConfigError
 
@@ -232,3 +237,35 @@ def test_snakemake_says_did_you_mean_for_a_mistyped_target(workdir):
     assert [line for line in output.splitlines() if "error" in line.lower()] == [
         "target error: no rule or file 'fig_grad_ratio_by_dept' (did you mean "
         "'fig_grad_ratio_by_depth'?); snakemake --list-target-rules lists the targets"]
+
+
+def _tiny_with(edit) -> dict:
+    """config/tiny.yaml merged onto the defaults, as a run of it parses, then edited."""
+    config = config_of(ROOT, "config/tiny.yaml",
+                       defaults=yaml.safe_load((ROOT / "config/config.yaml").read_text()))
+    edit(config)
+    return config
+
+
+def test_a_misspelt_arm_is_named_with_the_arm_it_meant():
+    """An arm typo (`gard:` for `grad:`) merges onto config/config.yaml beside the arm it meant;
+    nothing reads it, so it is one line naming it and the closest arm that is read."""
+    config = _tiny_with(lambda c: c["studies"]["stack96"]["arms"].update(
+        gard={"settings": {"seeds": 3}}))
+    with pytest.raises(ConfigError, match=r"^studies\.stack96\.arms\.gard: no table, figure or "
+                                          r"claim reads this arm \(did you mean 'grad'\?\)$"):
+        reject_misspelt_arms(config, TARGETS, load_claims(ROOT / "config/claims.yaml"))
+
+
+def test_an_analysis_depth_off_the_grid_is_one_line():
+    """stack96's single_depth must be a depth of the arm its table reads (else it is empty)."""
+    config = _tiny_with(lambda c: c["studies"]["stack96"]["analysis"].update(single_depth=5))
+    jobs = check_config(config, SCHEMA, STUDIES)
+    depths = sorted({c.settings.depth for j in jobs if j.arm == "grad" for c in j.cells})
+    assert 5 not in depths
+    with pytest.raises(ConfigError, match=r"^studies\.stack96\.analysis\.single_depth=5 is not a "
+                                          r"depth of the arms table_twenty_layers reads \(grad: "
+                                          + ", ".join(map(str, depths)) + r"\)$"):
+        reject_off_grid_options(config, jobs, TARGETS)
+    config["studies"]["stack96"]["analysis"]["single_depth"] = depths[0]
+    reject_off_grid_options(config, jobs, TARGETS)  # on the grid: no error

@@ -22,7 +22,11 @@ from depthlab.planner.grid import arm_settings
 from depthlab.planner.overlay import config_of
 from depthlab.planner.reuse import owner_shards, reuse
 from depthlab.vocabulary.settings import ConfigError
-from depthlab.planner.validate import check_config
+from depthlab.planner.validate import (
+    check_config,
+    reject_misspelt_arms,
+    reject_off_grid_options,
+)
 from depthlab.studies import STUDIES, TARGETS
 
 # a named run works in its own folder (the Snakefile's `workdir:`): the config's relative paths
@@ -42,12 +46,12 @@ config.setdefault(
     ),
 )
 try:
+    CLAIMS = load_claims(config["claims"])
+    reject_misspelt_arms(config, TARGETS, CLAIMS)
     CATALOGUE = Catalogue(
-        config,
-        check_config(config, SCHEMA, STUDIES),
-        TARGETS,
-        load_claims(config["claims"])["claims"],
+        config, check_config(config, SCHEMA, STUDIES), TARGETS, CLAIMS["claims"]
     )
+    reject_off_grid_options(config, list(CATALOGUE.jobs.values()), CATALOGUE.targets)
 except ConfigError as err:
     sys.exit(f"config error: {err}")  # one line, no traceback, before any job runs
 validate(config, SCHEMA)  # passes now; fills the schema's defaults

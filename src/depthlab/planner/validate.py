@@ -260,3 +260,63 @@ def reject_missing_blocks(jobs: list[Job]) -> None:
 
         for settings, job in cells.items():
             check_block(settings.block, settings, f"studies.{job.study}.arms.{job.arm}")
+
+
+def reject_off_grid_options(config: dict, jobs: list[Job], targets) -> None:
+    """ConfigError for a study's `analysis:` option that names a grid value (a target's
+    `on_grid`: option -> run setting) no cell of the arms the target reads has, e.g. stack96's
+    `single_depth` off its depth grid (the table would be empty)."""
+    for target in targets:
+        options = config["studies"].get(target.study, {}).get("analysis") or {}
+        for option, setting in target.on_grid:
+            if option not in options:
+                continue
+            arms = target.arms(list(config["studies"][target.study]["arms"]))
+            values = sorted({getattr(c.settings, setting) for j in jobs
+                             if j.study == target.study and j.arm in arms for c in j.cells})
+            if options[option] not in values:
+                raise ConfigError(
+                    f"studies.{target.study}.analysis.{option}={options[option]!r} is not a "
+                    f"{setting} of the arms {target.name} reads ({', '.join(arms)}: "
+                    f"{', '.join(map(str, values))})")
+
+
+def _strings(node) -> set:
+    """Every string in a nested mapping or list, keys and values."""
+    if isinstance(node, dict):
+        return set().union(*(_strings(k) | _strings(v) for k, v in node.items()))
+    if isinstance(node, list):
+        return set().union(*(_strings(v) for v in node))
+    return {node} if isinstance(node, str) else set()
+
+
+def _arms_named(node) -> set:
+    """Every arm an `arm:` key names anywhere in a claims file (rows, readings, the notes'
+    readings, which map one arm to another)."""
+    if isinstance(node, dict):
+        return set().union(_strings(node.get("arm")), *(_arms_named(v) for v in node.values()))
+    if isinstance(node, list):
+        return set().union(*(_arms_named(v) for v in node))
+    return set()
+
+
+def reject_misspelt_arms(config: dict, targets, claims: dict) -> None:
+    """ConfigError for an arm nothing reads (no target of its study, no arm of the claims file,
+    no other arm's `calibrate_from`) whose name is close to one that is read: a misspelt arm,
+    which the merge onto config/config.yaml adds beside the arm it meant; named with the
+    closest name."""
+    named = _arms_named(claims)
+    for study, spec in (config.get("studies") or {}).items():
+        given = spec.get("arms") if isinstance(spec, dict) else None
+        if not isinstance(given, dict):
+            continue
+        arms = list(given)
+        read = {arm for t in targets if t.study == study for arm in t.arms(arms)}
+        read |= {a.get("calibrate_from") for a in given.values() if isinstance(a, dict)}
+        read |= named & set(arms)
+        known = [a for a in arms if a in read]
+        for arm in arms:
+            hint = "" if arm in read else _suggest(arm, known)
+            if hint:
+                raise ConfigError(f"studies.{study}.arms.{arm}: no table, figure or claim reads "
+                                  f"this arm{hint}")

@@ -30,6 +30,8 @@ class Target:
     reads:       the arms whose fits it reads (fnmatch patterns, e.g. 'sens_*')
     options:     keys of the study's `analysis:` config passed to the function
     note:        the line printed under a table (its estimator, in words)
+    on_grid:     (option, setting) pairs: an `options` key whose value must be a value of that
+                 run setting in the cells the target reads (checked before any job runs)
     study:       set by `declare`
     """
 
@@ -41,6 +43,7 @@ class Target:
     title: str = ""
     note: str = ""
     options: tuple[str, ...] = ()
+    on_grid: tuple[tuple[str, str], ...] = ()
     study: str = ""
 
     @property

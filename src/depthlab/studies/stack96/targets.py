@@ -12,6 +12,7 @@ TARGETS = declare(
         "table_twenty_layers",
         "stack96 table 1: layer-1/layer-L gradients and ratio at one depth (L=20)",
         draw="tables:twenty_layers", reads=("grad",), options=("single_depth",),
+        on_grid=(("single_depth", "depth"),),
         title="First and last block gradient at one depth",
         note="Gradient = Frobenius norm of dLoss/dθ over all parameters of the block.",
         caption="Gradient norm of the first and the last block at one depth (config "
