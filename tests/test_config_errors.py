@@ -106,6 +106,8 @@ CASES = [
      ["claims_missing_fit.yaml", "example.missing_fit", "measure.fit='nosuchstudy'"]),
     ("study_without_a_package", {STUDY: DELETE, ("studies", "mystudy"): GOOD["studies"]["stack96"]},
      ["studies.mystudy", "no study package", "known studies: stack96, theory096"]),
+    ("misspelt_study_without_arms", {("studies", "stak96"): {"settings": {"seeds": 3}}},
+     ["studies.stak96", "no study package", "did you mean 'stack96'"]),
     ("setting_at_the_top_level", {("seeds",): 3},
      ["unknown key 'seeds'", "a run setting", "studies.<study>.settings"]),
     ("setting_beside_the_arms", {(*STUDY, "depth"): 3},

@@ -196,10 +196,15 @@ def check_config(config: dict, schema_path: str | Path, studies=None) -> list[Jo
     studies: the names of the study packages (depthlab.studies.STUDIES), if checked."""
     if not isinstance(config, dict):
         raise ConfigError(f"config: must be a mapping, got {config!r}")
-    check_schema(config, yaml.safe_load(Path(schema_path).read_text()))
+    schema = yaml.safe_load(Path(schema_path).read_text())
+    if studies is not None and isinstance(config.get("studies"), dict):
+        # first, the well-formed names: an unknown study (a typo) lacks what the schema asks of
+        # a study (its arms); an ill-formed name is the schema's to name
+        names = list(schema["properties"]["studies"]["patternProperties"])
+        check_studies({"studies": {k: v for k, v in config["studies"].items()
+                                   if any(re.search(n, str(k)) for n in names)}}, studies)
+    check_schema(config, schema)
     reject_nonfinite(config)
-    if studies is not None:
-        check_studies(config, studies)
     reject_missing_corpus(config)
     reject_block_axes(config)
     jobs = study_jobs(config)
