@@ -78,6 +78,10 @@ def _table(name: str, draw: str, depth: int) -> Target:
     )
 
 
+# where the study's targets come in every list of them (the notes' order, then the fixes
+# study's, then the scale study's; depthlab.studies finds the study by its package)
+POSITION = 6
+
 TARGETS = declare(
     "fixes",
     _table("table_fixes_probes_L96", "tables:probes_at_96", 96),

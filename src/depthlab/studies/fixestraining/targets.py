@@ -15,6 +15,10 @@ SWEEP = ("The learning-rate sweep: Post-LN, DeepNorm, Pre-LN and ReZero (one pla
          "four or more peak rates half a decade apart, with the 20-step warmup; a placement's "
          "best rate is the one with the lowest seed mean of the final validation loss.")
 
+# where the study's targets come in every list of them (the notes' order, then the fixes
+# study's, then the scale study's; depthlab.studies finds the study by its package)
+POSITION = 7
+
 TARGETS = declare(
     "fixestraining",
     Target(

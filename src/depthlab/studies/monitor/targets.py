@@ -3,6 +3,10 @@ stream's scale change with depth?”), declared once."""
 
 from depthlab.vocabulary.targets import Target, declare
 
+# where the study's targets come in every list of them (the notes' order, then the fixes
+# study's, then the scale study's; depthlab.studies finds the study by its package)
+POSITION = 3
+
 TARGETS = declare(
     "monitor",
     Target(

@@ -3,6 +3,10 @@ they are asymptotic, at depths to 1024 and widths to 1024, declared once."""
 
 from depthlab.vocabulary.targets import Target, declare
 
+# where the study's targets come in every list of them (the notes' order, then the fixes
+# study's, then the scale study's; depthlab.studies finds the study by its package)
+POSITION = 8
+
 TARGETS = declare(
     "scale",
     Target(

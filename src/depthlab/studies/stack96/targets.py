@@ -6,6 +6,10 @@ from depthlab.vocabulary.targets import Target, declare
 GRADIENT = ("Gradient = Frobenius norm of dLoss/dθ over all parameters of the block (units of "
             "the loss per unit parameter; the loss is MSE to N(0, 1) targets).")
 
+# where the study's targets come in every list of them (the notes' order, then the fixes
+# study's, then the scale study's; depthlab.studies finds the study by its package)
+POSITION = 1
+
 TARGETS = declare(
     "stack96",
     Target(

@@ -2,6 +2,10 @@
 
 from depthlab.vocabulary.targets import Target, declare
 
+# where the study's targets come in every list of them (the notes' order, then the fixes
+# study's, then the scale study's; depthlab.studies finds the study by its package)
+POSITION = 4
+
 TARGETS = declare(
     "training",
     Target(

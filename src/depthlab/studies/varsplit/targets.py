@@ -7,6 +7,10 @@ UNSCALED = ("base", "init")  # the arms without a residual scale
 # which the claims ledger reads where GELU is identified, are not drawn
 NOTE_ARMS = (*UNSCALED, "uniform_*", "layerwise", "tokens", "activation")
 
+# where the study's targets come in every list of them (the notes' order, then the fixes
+# study's, then the scale study's; depthlab.studies finds the study by its package)
+POSITION = 5
+
 TARGETS = declare(
     "varsplit",
     Target(
