@@ -16,7 +16,7 @@ import yaml
 from conftest import ROOT, copy_workflow, run_snakemake
 
 from depthlab.planner import generated
-from depthlab.studies import TARGETS
+from depthlab.studies import TARGETS, drawing
 from depthlab.vocabulary import placements
 from depthlab.vocabulary.keys import KEYS
 from depthlab.vocabulary.settings import CHOICES, RunSettings
@@ -128,8 +128,8 @@ def test_jobs_that_compute_nothing_import_no_torch():
 
 
 def test_a_study_figure_imports_no_other_study():
-    code = ("import sys\nfrom depthlab.studies import BY_NAME\n"
-            "BY_NAME['fig_grad_ratio_by_depth'].function()\n"
+    code = ("import sys\nfrom depthlab.studies import BY_NAME, drawing\n"
+            "drawing(BY_NAME['fig_grad_ratio_by_depth'])\n"
             "print(sorted({m.split('.')[2] for m in sys.modules "
             "if m.startswith('depthlab.studies.') and m.count('.') > 2 "
             "and not m.endswith('.targets')}))")
@@ -210,7 +210,7 @@ def test_target_names_and_outputs_are_unique_and_declared_once():
     assert len(paths) == len(set(paths))
     for t in TARGETS:
         assert t.caption and t.description and t.reads, t.name
-        assert callable(t.function()), t.name
+        assert callable(drawing(t)), t.name
         if t.kind == "table":
             assert t.title, t.name
 

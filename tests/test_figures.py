@@ -30,7 +30,7 @@ from depthlab.analysis.style import (
     log_scale,
     save,
 )
-from depthlab.studies import TARGETS
+from depthlab.studies import TARGETS, drawing
 from depthlab.studies.fixes import figures as fixes_figures
 from depthlab.studies.fixes.fit import FIX_LABELS
 from depthlab.studies.stack96 import figures as stack96_figures
@@ -332,7 +332,7 @@ def draw(target, workdir: Path):
     """The target's figure as save() writes it (style.finish: integer ticks, wrapped labels)."""
     fits = sorted((workdir / "results/fits" / target.study).glob("*.parquet"))
     read = [p for p in fits if target.arms([p.stem])]
-    fig = target.function()(read_fits(read))
+    fig = drawing(target)(read_fits(read))
     finish(fig)
     return fig
 

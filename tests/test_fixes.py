@@ -20,7 +20,7 @@ from depthlab.core.measure import measure_job
 from depthlab.planner.grid import expand_axes, study_jobs
 from depthlab.planner.overlay import config_of
 from depthlab.planner.validate import check_config
-from depthlab.studies import BY_NAME, TARGETS
+from depthlab.studies import BY_NAME, TARGETS, drawing
 from depthlab.studies.fixes import tables
 from depthlab.studies.fixes.fit import CALIBRATED, FIX_LABELS, LINEAR_TOLERANCE, QUANTITIES, fit
 from depthlab.vocabulary.placements import ORDER, PLACEMENTS
@@ -356,7 +356,7 @@ def test_every_fixes_figure_draws(fits):
     for target in TARGETS:
         if target.study == "fixes" and target.kind == "figure":
             read = fits[fits["arm"].isin(target.arms(sorted(fits["arm"].unique())))]
-            fig = target.function()(read)
+            fig = drawing(target)(read)
             assert any(ax.has_data() for ax in fig.axes), target.name
             plt.close(fig)
             drawn += 1

@@ -2,8 +2,8 @@
 
 from depthlab.analysis.draw import draw
 from depthlab.core.logs import to_file
-from depthlab.studies import BY_NAME
+from depthlab.studies import BY_NAME, drawing
 
 to_file(snakemake.log[0])
 target = BY_NAME[snakemake.params.name]
-draw(target, list(snakemake.input), dict(snakemake.params.options), dict(snakemake.output))
+draw(target, drawing(target), list(snakemake.input), dict(snakemake.params.options), dict(snakemake.output))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from depthlab.analysis.fits import read_fits
@@ -9,11 +10,11 @@ from depthlab.analysis.tables import write_table
 from depthlab.vocabulary.targets import Target
 
 
-def draw(target: Target, fit_paths: list[str | Path], options: dict,
-           outputs: dict[str, str]) -> None:
-    """Write the outputs of `target` (md+csv+html+tex or png+svg+pdf): its function of the
-    fits, with the study's `analysis:` options it declares."""
-    result = target.function()(read_fits(fit_paths), **options)
+def draw(target: Target, function: Callable, fit_paths: list[str | Path], options: dict,
+         outputs: dict[str, str]) -> None:
+    """Write the outputs of `target` (md+csv+html+tex or png+svg+pdf): `function` (its study's,
+    depthlab.studies.drawing) of the fits, with the study's `analysis:` options it declares."""
+    result = function(read_fits(fit_paths), **options)
     if target.kind == "table":
         write_table(result, outputs["md"], outputs["csv"], target.title, target.note,
                     outputs.get("html"), outputs.get("tex"))

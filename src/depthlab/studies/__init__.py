@@ -17,3 +17,10 @@ _DECLARED = sorted(
 TARGETS = tuple(t for module in _DECLARED for t in module.TARGETS)
 BY_NAME = {t.name: t for t in TARGETS}
 STUDIES = tuple(dict.fromkeys(t.study for t in TARGETS))  # the studies the pipeline fits
+
+
+def drawing(target):
+    """The function that draws a target (`draw` = 'module:function' of its study's package),
+    imported on demand."""
+    module, name = target.draw.split(":")
+    return getattr(importlib.import_module(f"{__name__}.{target.study}.{module}"), name)

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
-import importlib
-from collections.abc import Callable
 from dataclasses import dataclass
 
 
@@ -78,12 +76,6 @@ class Target:
         where = (f"; run it with --configfile {' or '.join(having)}" if having else "")
         return (f"{self.name}: this config has no arm {', '.join(self.reads)} of study "
                 f"'{self.study}'{where}")
-
-    def function(self) -> Callable:
-        """The drawing function (imports the study's module)."""
-        module, name = self.draw.split(":")
-        return getattr(importlib.import_module(f"depthlab.studies.{self.study}.{module}"), name)
-
 
 def declare(study: str, *targets: Target) -> tuple[Target, ...]:
     """A study's targets, each tagged with the study."""
