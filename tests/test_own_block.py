@@ -8,11 +8,13 @@ from __future__ import annotations
 import dataclasses
 import re
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 from conftest import ROOT, planned
 from torch import nn
 
+from depthlab.analysis.coord import COORD_METRICS, plot_module
 from depthlab.core.measure import measure_cell
 from depthlab.core.own_block import POINTS, check_block, measure_module, resolve
 from depthlab.core.probes import PROBES
@@ -88,6 +90,7 @@ def test_the_readme_example_runs_as_written():
     exec(compile(code, "README.md", "exec"), namespace)  # noqa: S102
     rows = namespace["rows"]
     assert {"grad_ratio", "stream_sd"} <= set(rows["metric"]) and rows["value"].notna().all()
+    assert len(namespace["fig"].axes) == len(COORD_METRICS)
 
 
 class _Wider(nn.Module):
@@ -182,3 +185,21 @@ def test_blocks_on_an_axis_are_refused_before_any_job():
     with pytest.raises(ConfigError, match=rf"^studies\.stack96\.arms\.{arm}\.axes\.block: an "
                                           r"axis of blocks would merge"):
         check_config(config, ROOT / "workflow/schemas/config.schema.yaml")
+
+
+def test_plot_module_draws_each_metric_s_seed_median_by_block():
+    """A panel per metric, x the block index, its line the median across seeds of each layer
+    (computed here from the rows), its axis labelled with the metric and the band's meaning."""
+    rows = measure_module(make_block, SETTINGS)
+    fig = plot_module(rows)
+    assert len(fig.axes) == len(COORD_METRICS)
+    for ax, name in zip(fig.axes, COORD_METRICS, strict=True):
+        one = rows[(rows["metric"] == name) & (rows["sublayer"] == "block")]
+        median = one.groupby("layer")["value"].median()
+        line = ax.lines[0]
+        np.testing.assert_allclose(line.get_xdata(), median.index.to_numpy())
+        np.testing.assert_allclose(line.get_ydata(), median.to_numpy(), rtol=1e-12)
+        assert ax.get_xlabel() == "block l" and "3-seed range" in ax.get_ylabel()
+    plt.close(fig)
+    with pytest.raises(ValueError, match="none of the metrics"):
+        plot_module(rows, metrics=("no_such_metric",))
