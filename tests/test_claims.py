@@ -857,6 +857,7 @@ def _without(node, keys=("seed_offset",)):
 @pytest.mark.parametrize("confirm, documented", [
     ("config/confirm.yaml", ("config/training_seeds.yaml",)),
     ("config/confirm_scale.yaml", ("config/scale.yaml",)),
+    ("config/confirm_fixes.yaml", ("config/fixes.yaml",)),
 ])
 def test_each_confirmatory_config_is_its_documented_run_on_the_frozen_pool(confirm, documented):
     """A confirmatory config merged onto its base: the documented run it confirms, every setting
