@@ -1,8 +1,8 @@
 """What each run setting is, written once: its meaning (config/README.md's table), a one-line
-summary (the config schema's description) and its bound. The names, defaults, types and
-choices are RunSettings' and CHOICES' (depthlab.vocabulary.settings); depthlab.planner.generated
-writes the schema's settings and config/README.md's table from them (a test checks they are
-current)."""
+summary (the config schema's description) and its bound, which RunSettings.check enforces from
+here. The names, defaults, types and choices are RunSettings' and CHOICES'
+(depthlab.vocabulary.settings); depthlab.planner.generated writes the schema's settings and
+config/README.md's table from them (a test checks they are current)."""
 
 from __future__ import annotations
 

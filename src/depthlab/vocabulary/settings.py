@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass
 
 from depthlab.vocabulary.inits import INIT_KINDS
+from depthlab.vocabulary.keys import KEYS
 from depthlab.vocabulary.placements import PLACEMENTS, Placement
 
 ACTIVATIONS = ("relu", "gelu")
@@ -130,38 +131,37 @@ class RunSettings:
         settings.check(where)
         return settings
 
+    def _check_bounds(self, where: str) -> None:
+        """ConfigError for the first setting, in declaration order, whose value is not of its
+        default's type (true or false; an integer; a finite number) or breaks its bound
+        (depthlab.vocabulary.keys.KEYS: `least`, `above`), from those declarations alone."""
+        for field in dataclasses.fields(self):
+            key, value, bound = field.name, getattr(self, field.name), KEYS[field.name]
+            if isinstance(field.default, bool):
+                if not isinstance(value, bool):
+                    raise ConfigError(f"{where}: {key}={value!r} must be true or false")
+            elif isinstance(field.default, int):
+                least = bound.least or 0
+                if isinstance(value, bool) or not isinstance(value, int) or value < min(least, 1):
+                    kind = "positive" if least >= 1 else "non-negative"
+                    raise ConfigError(f"{where}: {key}={value!r} must be a {kind} integer")
+                if value < least:
+                    raise ConfigError(f"{where}: {key}={value!r} must be at least {least:g}")
+            elif isinstance(field.default, float):
+                number = not isinstance(value, bool) and isinstance(value, int | float)
+                if not (number and math.isfinite(value)
+                        and (value > bound.above if bound.above is not None
+                             else value >= (bound.least or 0))):
+                    kind = "positive" if bound.above is not None else "non-negative"
+                    raise ConfigError(f"{where}: {key}={value!r} must be a {kind} finite number")
+
     def check(self, where: str = "settings") -> None:
         """Raise ConfigError naming the first key whose value is invalid."""
         for key, allowed in CHOICES.items():
             value = getattr(self, key)
             if value not in allowed:
                 raise ConfigError(f"{where}: {key}={value!r} is not one of {list(allowed)}")
-        positive_ints = (
-            "depth", "d_model", "heads", "ffn_mult", "batch", "tokens", "seeds", "head_classes"
-        )
-        for key in positive_ints:
-            value = getattr(self, key)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(f"{where}: {key}={value!r} must be a positive integer")
-        for key in ("tokens", "head_classes"):  # token correlation and classes need two
-            if getattr(self, key) < 2:
-                raise ConfigError(f"{where}: {key}={getattr(self, key)!r} must be at least 2")
-        for key in ("seed_offset", "seed_batch", "pass_mb", "jacobian_dirs"):
-            value = getattr(self, key)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ConfigError(f"{where}: {key}={value!r} must be a non-negative integer")
-        for key in ("out_scale", "residual_scale", "skip_scale"):
-            value = getattr(self, key)
-            if isinstance(value, bool) or not isinstance(value, int | float) or not (
-                0 < value < math.inf
-            ):
-                raise ConfigError(f"{where}: {key}={value!r} must be a positive finite number")
-        if isinstance(self.update_lr, bool) or not isinstance(self.update_lr, int | float) or not (
-            0 <= self.update_lr < math.inf
-        ):
-            raise ConfigError(
-                f"{where}: update_lr={self.update_lr!r} must be a non-negative finite number"
-            )
+        self._check_bounds(where)
         for key, default in (("update_optimizer", "adam"), ("update_params", "all")):
             if getattr(self, key) != default and not self.update_lr:
                 raise ConfigError(
@@ -190,9 +190,6 @@ class RunSettings:
                 f"{where}: attention={self.attention!r} with init='fairseq', which keeps four "
                 "nn.Linear's q, k, v biases (needs attention='linear')"
             )
-        for key in ("causal", "block_corr", "bias"):
-            if not isinstance(getattr(self, key), bool):
-                raise ConfigError(f"{where}: {key}={getattr(self, key)!r} must be true or false")
         if self.block and not re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*", self.block):
             raise ConfigError(f"{where}: block={self.block!r} is not 'module:function' (a "
                               "factory of your nn.Module, docs/ARCHITECTURE.md)")
