@@ -11,6 +11,7 @@ import yaml
 from conftest import DELETE, ROOT, copy_workflow, edited, run_snakemake, whole
 
 from depthlab.claims.schema import load_claims
+from depthlab.planner.documented import shipped_configs
 from depthlab.planner.overlay import config_of
 from depthlab.planner.validate import (
     check_config,
@@ -200,8 +201,9 @@ def test_a_target_this_config_cannot_build_says_which_config_can():
     have them (the render rules make it a rule that fails with this line)."""
     from depthlab.studies import BY_NAME
 
-    shipped = {f"config/{p.name}": config_of(ROOT, f"config/{p.name}")
-               for p in sorted((ROOT / "config").glob("*.yaml")) if p.name != "claims.yaml"}
+    shipped = shipped_configs(ROOT)
+    # never a confirmatory run (its seeds are the protocol's pool), though it has the arms
+    assert "config/confirm_fixes.yaml" not in shipped and "config/fixes.yaml" in shipped
     target = BY_NAME["fig_fixes_grad_readings"]
     why = target.unavailable({"stack96": ["grad"]}, shipped)
     assert why == ("fig_fixes_grad_readings: this config has no arm depth, grad_* of study "

@@ -19,7 +19,7 @@ from depthlab.planner import resources
 from depthlab.planner.catalogue import Catalogue, unshared
 from depthlab.planner.codehash import BASE, MEASURE_CODE, code_hash, study_code_hash
 from depthlab.planner.grid import arm_settings
-from depthlab.planner.overlay import config_of
+from depthlab.planner.documented import shipped_configs
 from depthlab.planner.reuse import owner_shards, reuse
 from depthlab.vocabulary.settings import ConfigError
 from depthlab.planner.validate import (
@@ -80,15 +80,8 @@ def file_hash(path):
 
 
 # the config files shipped in config/ (a target this config cannot build names those that can)
-# (each as the run it gives: merged onto the defaults)
 # (none where the workflow is loaded by URL: its config/ cannot be listed)
-SHIPPED_CONFIGS = {
-    f"config/{path.name}": config_of(
-        DEPTHLAB, f"config/{path.name}", defaults=DEFAULT_CONFIG
-    )
-    for path in (sorted(Path(DEPTHLAB, "config").glob("*.yaml")) if DEPTHLAB else [])
-    if path.name != "claims.yaml"
-}
+SHIPPED_CONFIGS = shipped_configs(DEPTHLAB, DEFAULT_CONFIG) if DEPTHLAB else {}
 # what each arm's cells share, as sorted JSON: the ledger's comparability with the notes
 ARM_SETTINGS = json.dumps(arm_settings(list(JOBS.values())), sort_keys=True)
 

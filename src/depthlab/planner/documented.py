@@ -57,6 +57,17 @@ def documented_configs(root: str | Path, defaults: dict) -> dict[str, dict]:
     }
 
 
+def shipped_configs(root: str | Path, defaults: dict | None = None) -> dict[str, dict]:
+    """The config files shipped in `root`/config/, each as the run it gives (merged onto its
+    base and `defaults`), by path: where a target a config cannot build is suggested. Not the
+    claims file, nor a confirmatory run's (its seeds are the protocol's pool, spent once)."""
+    shipped = {f"config/{path.name}": config_of(root, f"config/{path.name}", defaults=defaults)
+               for path in sorted(Path(root, "config").glob("*.yaml"))
+               if path.name != "claims.yaml"}
+    return {name: c for name, c in shipped.items()
+            if (c.get("protocol") or {}).get("stage") != "confirmatory"}
+
+
 def undocumented(config: dict, documented: dict[str, dict]) -> str:
     """'' when `config` equals one of the `documented` configs (keyed by the command line that
     makes each), else why not: where it differs from the first of them."""
