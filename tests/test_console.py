@@ -10,7 +10,13 @@ import pytest
 
 from depthlab.claims.publish import ledger_news
 from depthlab.core import logs
-from depthlab.planner.console import CalmConsole, calm, closing_summary, remeasured
+from depthlab.planner.console import (
+    CalmConsole,
+    calm,
+    closing_summary,
+    remeasured,
+    report_command,
+)
 
 
 def record(msg, event="", level=logging.INFO, **extra):
@@ -112,3 +118,22 @@ def test_shards_measured_again_are_one_line_per_reason():
     assert code == ("depthlab: 1 shard measured again (results/runs/s/b/z.parquet): the code "
                     "their numbers come from changed")
     assert remeasured([]) == [] and len(remeasured(shards[:1])) == 1
+
+
+def test_the_report_command_is_the_run_s_own(tmp_path, monkeypatch):
+    """The program as started (relative under the working directory, its name where found on
+    PATH), the targets, --configfile files and --config words as given (quoted for a shell),
+    and where a named run's report lands."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".venv/bin").mkdir(parents=True)
+    program = str(tmp_path / ".venv/bin/snakemake")
+    words = ["studies={stack96: {settings: {seeds: 7}}}"]
+    assert report_command(program, ["fig_grad_ratio_by_depth"], ["config/tiny.yaml"], words,
+                          "runs/tiny/") == (
+        ".venv/bin/snakemake fig_grad_ratio_by_depth --configfile=config/tiny.yaml --config "
+        "'studies={stack96: {settings: {seeds: 7}}}' --report results/report.html (writes "
+        "runs/tiny/results/report.html)")
+    monkeypatch.setenv("PATH", str(tmp_path / ".venv/bin"))
+    assert report_command(program, [], ["a.yaml", "b.yaml"], []) == (
+        "snakemake --configfile a.yaml b.yaml --report results/report.html (writes "
+        "results/report.html)")

@@ -77,7 +77,8 @@ def test_the_tiny_run_s_console_is_calm_and_ends_with_the_summary(tiny_run):
     assert re.match(rf"depthlab: {steps[-1][0]} jobs done in \d+", summary)
     assert re.search(r"^Claims: \d+ supported, .*Each claim: runs/tiny/results/claims.md$",
                      summary, re.M)
-    assert "snakemake --report results/report.html --configfile config/tiny.yaml" in summary
+    assert ("snakemake --configfile=config/tiny.yaml --report results/report.html (writes "
+            "runs/tiny/results/report.html)") in summary
 
 
 def test_a_jobs_warnings_go_to_its_log(tmp_path):

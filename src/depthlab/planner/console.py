@@ -6,6 +6,8 @@ still lists its jobs; Snakemake's --verbose shows everything (the workflow adds 
 from __future__ import annotations
 
 import logging
+import os
+import shlex
 from collections.abc import Callable
 
 # the kinds of Snakemake log record (their `event` attribute) that describe one job each
@@ -83,3 +85,25 @@ def remeasured(shards: list[tuple[str, bool]]) -> list[str]:
                          f"measured again ({paths[0]}{more}): {why}")
     return lines
 
+
+def report_command(program: str, targets: list[str], configfiles: list[str],
+                   config_words: list[str], folder: str = "",
+                   report: str = "results/report.html") -> str:
+    """The command that reports what a run built, as it was started: `program` (the path it
+    was started by, relative where it lies under the working directory, its name alone where
+    it was found on PATH), its `targets`, `--configfile` files and `--config` words, each as
+    given (shell-quoted), then the report's path, under a named run's `folder`."""
+    where = os.path.dirname(os.path.abspath(program)) if program else ""
+    on_path = where in os.environ.get("PATH", "").split(os.pathsep)
+    name = os.path.relpath(program) if program else "snakemake"
+    if on_path or name.startswith(".."):
+        name = os.path.basename(program) if on_path else program
+    words = [name, *targets]
+    if len(configfiles) == 1:
+        words.append(f"--configfile={configfiles[0]}")
+    elif configfiles:
+        words += ["--configfile", *configfiles]
+    if config_words:
+        words += ["--config", *config_words]
+    words += ["--report", report]
+    return f"{shlex.join(words)} (writes {folder}{report})"
