@@ -31,9 +31,12 @@ CENTRAL = ("J = d(head input)/dx per seed, x the drawn input (before any input L
            "Δθ = −lr·g/(abs(g) + 1e-8) ≈ −lr·sign(g) (input-sd units); its exponent: per seed "
            "the slope of ln rms(ΔF) on ln L across L = 6, 24, 96.")
 CENTRAL_SETUP = f"{MODEL}, at L = 6, 24 and 96 (arm central)."
-RESPONSE_ARMS = ("update_response",)  # the update as a linear response: lr x first step
+# the update as a linear response: lr x first step, on every parameter and on DeepNet's θ
+RESPONSE_ARMS = ("update_response", "update_theta")
 RESPONSE = ("dF/η = rms over the head input of F(θ + Δθ) − F(θ), divided by the learning "
-            "rate η, after the first step from init on every parameter, by Adam "
+            "rate η, after the first step from init on every parameter or on each block's six "
+            "weight matrices alone (DeepNet's θ, arm update_theta; the others keep their "
+            "init), by Adam "
             "(Δθ = −η·g/(abs(g) + 1e-8) ≈ −η·sign(g): a step of η on every weight) or by SGD "
             "(Δθ = −η·g, the small-step linear response DeepNet's bound ‖ΔF‖ = O(η) is about), "
             "g the same gradient; input-sd units per unit η. Its exponent: per seed the OLS "
@@ -43,7 +46,8 @@ RESPONSE = ("dF/η = rms over the head input of F(θ + Δθ) − F(θ), divided 
             "that depth; the smallest η is linear where the next one is, and untested where "
             "it is not.")
 RESPONSE_SETUP = (f"{MODEL}; Post-LN, Pre-LN and both DeepNorms at L = 6, 12, 24, 48, 96 and "
-                  "192, η = 1e-5, 1e-4, 1e-3 (arm update_response).")
+                  "192, η = 1e-5, 1e-4, 1e-3 (arm update_response); SGD's step on θ of "
+                  "Post-LN, Pre-LN and DeepNorm at η = 1e-5 and 1e-4 (arm update_theta).")
 BAND = ("A panel per placement family (where the LayerNorm sits); median across seeds, seed "
         "range as a band; curves that lie on each other are named in the legend.")
 CELLS = "Each cell: median across seeds [seed min, max]."
@@ -164,7 +168,8 @@ TARGETS = declare(
         "Adam's and SGD's first step at each learning rate",
         note=f"{CELLS} Exponents: mean across seeds [95% t-interval of the seed mean]. "
         f"{RESPONSE}",
-        caption="Every placement x first step (Adam's, SGD's) x learning rate η (rows): the "
+        caption="Every placement x first step (Adam's, SGD's) x parameters it moves x "
+        "learning rate η (rows): the "
         "head input's rms change per unit learning rate, dF/η (input-sd units per unit η), at "
         "each depth L (median across seeds with the seed range), its log-log exponent across "
         "the depths (dimensionless; mean across seeds with the 95% t-interval of the seed "
