@@ -35,7 +35,6 @@ from depthlab.analysis.style import (
 from depthlab.studies.fixes.fit import CALIBRATED, FIX_LABELS
 from depthlab.studies.fixes.tables import (
     GRAD_READINGS,
-    MOVED_NAMES,
     ZERO_BY_CONSTRUCTION,
     reading_ratios,
     width_depth,
@@ -259,8 +258,8 @@ def model_update(fits: pd.DataFrame):
 # the update_response figure: a line style per learning rate (the largest solid), a panel per
 # first step (update_optimizer) and the parameters it moves (update_params), titled with its Δθ
 LR_DASHES = ("", (4, 1.5), (1, 1.5), (5, 1.5, 1, 1.5))
-STEP_TITLES = {"adam": "Adam's first step, Δθ = −η·g/(|g| + 1e-8)",
-               "sgd": "SGD's first step, Δθ = −η·g"}
+STEP_TITLES = {"adam": "Adam's step", "sgd": "SGD's step"}  # Δθ: in the caption
+MOVED_TITLES = {"all": "every parameter", "weights": "DeepNet's θ", "sublayer": "θ and biases"}
 
 
 def update_response(fits: pd.DataFrame):
@@ -287,7 +286,7 @@ def update_response(fits: pd.DataFrame):
         drawn += [c.split()[0] for c in curves(ax, frame, "depth", by="curve", style=style,
                                                spread=CI)]
         log_scale(ax, "x", "y")
-        ax.set_title(f"{STEP_TITLES[step]}\non {MOVED_NAMES[moved]}")
+        ax.set_title(f"{STEP_TITLES[step]}, {MOVED_TITLES[moved]}")
         ax.set_xlabel(DEPTH)
         ax.set_ylabel("rms(F(θ+Δθ) − F(θ)) / η\n(input-sd units per unit η)")
     rates = [(Line2D([], [], color="0.3", lw=1, **({"dashes": dashes[lr]} if dashes[lr] else {})),
