@@ -470,10 +470,13 @@ def test_tiny_fixes_study_end_to_end(tiny_fixes_run):
     assert at96.set_index("placement").loc[FIX_LABELS["rezero"],
                                            "stream growth rms(x_L)/rms(x_0)"] == "1 [1, 1]"
     response = pd.read_csv(work / "results/tables/fixes_update_response.csv")
-    assert list(zip(response["placement"], response["first step"], response["η"],
-                    strict=True)) == [(FIX_LABELS[p], tables.STEP_NAMES[s], lr)
-                                      for p in RESPONSE_PLACEMENTS for s in ("adam", "sgd")
-                                      for lr in LRS]
+    # every parameter: each first step and lr; DeepNet's θ (arm update_theta): SGD, two lrs
+    theta = {"post", "pre", "deepnorm"}
+    assert list(zip(response["placement"], response["first step"], response["moves"],
+                    response["η"], strict=True)) == [
+        (FIX_LABELS[p], tables.STEP_NAMES[s], tables.MOVED_NAMES[m], lr)
+        for p in RESPONSE_PLACEMENTS for s in ("adam", "sgd") for m in ("all", "weights")
+        for lr in (LRS if m == "all" else LRS[:2] if s == "sgd" and p in theta else [])]
     assert {"dF/η, L = 2", "dF/η, L = 8", "exponent across depths"} <= set(response.columns)
     assert response["linear regime"].notna().all()
     for ext in ("png", "svg", "pdf"):
@@ -507,10 +510,11 @@ def test_gpu_config_is_the_training_comparison_deeper_within_8_minutes():
     assert study["settings"]["depth"] == 96 and study["settings"]["d_model"] == 128
     assert study["training"]["warmup_steps"] == study["training"]["steps"] // 10
     assert {a: s for a, s in study["arms"].items() if s} == {
-        a: s for a, s in full["arms"].items() if a != "nowarmup"}
+        a: s for a, s in full["arms"].items() if not a.endswith("nowarmup")
+        and a != "paper_warmup"}
     config = {**gpu, "check_device": False}
     jobs = check_config(config, SCHEMA)
-    assert len(jobs) == len(full["arms"]) - 1
+    assert len(jobs) == len(full["arms"]) - 3
     arms = training_arms(config, jobs)
     minutes = sum(gpu_train_seconds(job, arms[(job.study, job.arm)]) for job in jobs) / 60
     assert 1 < minutes <= 8

@@ -15,7 +15,7 @@ import pandas as pd
 from depthlab.analysis.profiles import PerSeed, last, omega_slope, summarise_checkpoints, wide
 from depthlab.studies.fixestraining.rates import best_rates, swept
 
-KEYS = ["arm", "label", "placement", "depth", "lr", "warmup_steps"]
+KEYS = ["arm", "label", "placement", "depth", "init", "lr", "warmup_steps"]
 SEED_KEYS = ["arm", "label", "seed", "step"]
 
 # per (cell, checkpoint), one number per seed: name -> what it is (units)

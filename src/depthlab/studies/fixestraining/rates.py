@@ -16,9 +16,19 @@ import pandas as pd
 from depthlab.analysis.select import pick
 
 
+def compared(fits: pd.DataFrame) -> pd.DataFrame:
+    """The fit rows of the cells the study compares placements and rates on: those at the init
+    most of its cells train at (the `paper_*` arms' papers' inits are graded on their own, never
+    swept or ranked beside them)."""
+    if "init" not in fits:
+        return fits
+    inits = pick(fits, quantity="val_loss").groupby("init")["label"].nunique()
+    return fits[fits["init"] == inits.idxmax()]
+
+
 def final_losses(fits: pd.DataFrame) -> pd.DataFrame:
-    """The validation loss at each cell's last step (one fit row per cell)."""
-    val = pick(fits, quantity="val_loss")
+    """The validation loss at each compared cell's last step (one fit row per cell)."""
+    val = pick(compared(fits), quantity="val_loss")
     last = val.groupby(["arm", "label"])["step"].transform("max")
     return val[val["step"] == last]
 
@@ -31,7 +41,8 @@ def shared_rate(fits: pd.DataFrame) -> float:
 
 
 def at_shared_rate(fits: pd.DataFrame) -> pd.DataFrame:
-    """The fit rows of the cells trained at the shared rate."""
+    """The fit rows of the compared cells trained at the shared rate."""
+    fits = compared(fits)
     return fits[fits["lr"] == shared_rate(fits)]
 
 
