@@ -249,15 +249,19 @@ def reject_missing_blocks(jobs: list[Job]) -> None:
                 cells.setdefault(key, job)
     if cells and sys.path[:1] != [os.getcwd()]:
         sys.path.insert(0, os.getcwd())
+    # each block's module looked up once (the first arm naming it), then each cell built
+    first: dict[str, Job] = {}
     for settings, job in cells.items():
-        module = settings.block.partition(":")[0]
+        first.setdefault(settings.block, job)
+    for path, job in first.items():
+        module = path.partition(":")[0]
         try:
             found = importlib.util.find_spec(module) is not None
         except ModuleNotFoundError:
             found = False
         if not found:
             raise ConfigError(
-                f"studies.{job.study}.arms.{job.arm}: block={settings.block!r}: no module "
+                f"studies.{job.study}.arms.{job.arm}: block={path!r}: no module "
                 f"{module!r} where snakemake was started or on the Python path"
             )
     if cells:
