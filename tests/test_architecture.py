@@ -69,6 +69,38 @@ def test_imports_go_only_downward_and_studies_stay_apart():
                 assert target == "depthlab.studies", (module, target)  # the catalogue only
 
 
+def _imported_at_run_time(path: Path) -> list[str]:
+    """The leading text of every importlib.import_module call's module name in a file (an
+    f-string's constant prefix; '{__name__}' read as the file's own package)."""
+    package = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    package = package.removesuffix(".__init__")
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "import_module":
+            arg, text = node.args[0], ""
+            for part in arg.values if isinstance(arg, ast.JoinedStr) else [arg]:
+                if isinstance(part, ast.Constant):
+                    text += str(part.value)
+                elif isinstance(part, ast.FormattedValue) and getattr(
+                        part.value, "id", "") == "__name__":
+                    text += package
+                else:
+                    break
+            found.append(text)
+    return found
+
+
+def test_run_time_imports_go_only_downward_too():
+    """A module looked up by name (a study's fit or drawing function) is held to the layers as a
+    static import is: the claims layer receives a study's tables, never imports the study."""
+    for module, path in modules().items():
+        for name in _imported_at_run_time(path):
+            if name.startswith("depthlab.") and layer(name):
+                assert LAYERS.index(layer(name)) <= LAYERS.index(layer(module)), (module, name)
+                if layer(module) == "claims":
+                    assert layer(name) != "studies", (module, name)
+
+
 def test_the_engine_imports_only_the_vocabulary():
     """core/ reads the vocabulary (settings, placements, jobs with their pass plans, metrics)
     and nothing of the planner (grid, cost, reuse, code hashes): the planner resolves a cell's

@@ -5,7 +5,6 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-from depthlab.claims.fits import study_fits
 from depthlab.claims.ledger import ledger
 from depthlab.claims.protocol import graded_at
 from depthlab.claims.publish import to_html, to_markdown
@@ -13,6 +12,7 @@ from depthlab.claims.schema import load_claims
 from depthlab.core.io import inherited, read_meta, write_parquet, write_text
 from depthlab.core.logs import to_file
 from depthlab.planner.provenance import provenance
+from depthlab.studies.fits import study_fits
 
 to_file(snakemake.log[0])
 paths = list(snakemake.input.fits)

@@ -1,6 +1,7 @@
 """A study's fit tables as the claims ledger reads them: every arm's (each fitted on its own),
 and the rows the study derives across its arms (its fit module's `across_arms`, where it has
-one: the fixes training comparison's best learning rates)."""
+one: the fixes training comparison's best recipes). In the studies layer, which may look a
+study's fit module up by name; the claims layer receives the tables."""
 
 from __future__ import annotations
 
