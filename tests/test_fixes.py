@@ -395,7 +395,9 @@ def test_configs_have_the_same_keys_and_every_placement():
                 assert placements == ["post", "pre", "deepnorm"], placements
                 assert axes["update_lr"] == LRS[:2]
                 continue
-            if "lr" in spec.get("training", {}):  # the learning-rate sweep
+            if {"lr", "warmup_steps"} & set(spec.get("training", {})) and spec.get(
+                    "training", {}).get("warmup_steps") != 0 or spec.get(
+                    "settings", {}).get("seed_offset") == HELD_OUT:  # the sweep, held out too
                 assert set(placements) <= set(SWEPT), placements
                 continue
             assert placements in (list(ORDER), ["pre"], OWN_INIT,
@@ -413,6 +415,34 @@ def test_configs_have_the_same_keys_and_every_placement():
 
 
 SWEPT = ["post", "deepnorm", "pre", "rezero"]  # one placement per family, and DeepNorm
+HELD_OUT = 500  # the held-out seeds' offset
+
+
+def _recipes(study: dict, held_out: bool) -> set[tuple]:
+    """(placement, peak rate, warmup) of every swept placement's cell with warmup, on the
+    selection seeds or the held-out ones."""
+    out = set()
+    for spec in study["arms"].values():
+        offset = {**study["settings"], **spec.get("settings", {})}["seed_offset"]
+        training = {**study["training"], **spec.get("training", {})}
+        if (offset == HELD_OUT) != held_out or training["warmup_steps"] == 0 or spec.get(
+                "settings", {}).get("init"):
+            continue
+        out |= {(p, training["lr"], training["warmup_steps"])
+                for p in expand_axes(spec["axes"])["placement"] if p in SWEPT}
+    return out
+
+
+def test_the_held_out_seeds_train_every_recipe_of_the_sweep():
+    """config/fixes.yaml: every (placement, rate, warmup) the sweep chooses among on seeds
+    0-4 is trained again on seeds 500-504, and nothing else is, so the best recipe's loss is
+    reported on seeds that took no part in choosing it; Post-LN and DeepNorm also sweep the
+    warmup (20, 50, 100 steps)."""
+    study = config_of(ROOT, "config/fixes.yaml")["studies"]["fixestraining"]
+    chosen, held = _recipes(study, False), _recipes(study, True)
+    assert chosen == held and len(chosen) == 20
+    for placement in ("post", "deepnorm"):
+        assert {w for p, _, w in chosen if p == placement} == {20, 50, 100}
 
 
 def test_the_sweep_gives_each_swept_placement_four_rates_half_a_decade_apart():
@@ -484,12 +514,15 @@ def test_tiny_fixes_study_end_to_end(tiny_fixes_run):
     trained = pd.read_csv(work / "results/tables/fixes_training.csv")
     assert len(trained) == 2 * len(ORDER)
     assert sorted(trained["warmup steps"].unique()) == [0, 3]
-    # the sweep: 4 rates for each swept placement, one best, ranked at the best rates
+    # the sweep: 4 rates for each swept placement (and 2 longer warmups for Post-LN and
+    # DeepNorm), one best recipe, ranked at the best recipes on the held-out seeds
     sweep = pd.read_csv(work / "results/tables/fixes_lr_sweep.csv")
-    assert sweep.groupby("placement").size().to_dict() == {FIX_LABELS[p]: 4 for p in SWEPT}
-    assert (sweep.groupby("placement")["best rate"].count() == 1).all()
+    assert sweep.groupby("placement").size().to_dict() == {
+        FIX_LABELS[p]: 6 if p in ("post", "deepnorm") else 4 for p in SWEPT}
+    assert (sweep.groupby("placement")["best recipe"].count() == 1).all()
     best = pd.read_csv(work / "results/tables/fixes_best_rate.csv")
     assert sorted(best["placement"]) == sorted(FIX_LABELS[p] for p in SWEPT)
+    assert set(best["reported on"]) == {"held-out seeds"}
     assert best["rank"].tolist() == [1, 2, 3, 4]
     assert best["minus Pre-LN, per seed [95% t]"].isna().sum() == 1  # Pre-LN's own row
     fits = pd.read_parquet(work / "results/fits/fixestraining/nowarmup.parquet")
@@ -499,9 +532,9 @@ def test_tiny_fixes_study_end_to_end(tiny_fixes_run):
 
 def test_gpu_config_is_the_training_comparison_deeper_within_8_minutes():
     """config/fixes_gpu.yaml: config/fixes.yaml's fixestraining study (the same arms but the
-    no-warmup one, the same sweep) at L = 96, d = 128, with a 10% warmup, in its own run folder,
-    and within 8 minutes on one GPU by the request model; it validates (on a machine without a
-    GPU, with check_device false)."""
+    no-warmup, paper-init, warmup-sweep and held-out ones; the same rate sweep) at L = 96,
+    d = 128, with a 10% warmup, in its own run folder, and within 8 minutes on one GPU by the
+    request model; it validates (on a machine without a GPU, with check_device false)."""
     full = config_of(ROOT, "config/fixes.yaml")["studies"]["fixestraining"]
     gpu = config_of(ROOT, "config/fixes_gpu.yaml")
     assert gpu["run"] == {"name": "fixes_gpu"} and gpu["device"] == "cuda"
@@ -509,12 +542,13 @@ def test_gpu_config_is_the_training_comparison_deeper_within_8_minutes():
     study = gpu["studies"]["fixestraining"]
     assert study["settings"]["depth"] == 96 and study["settings"]["d_model"] == 128
     assert study["training"]["warmup_steps"] == study["training"]["steps"] // 10
+    left_out = {a for a in full["arms"] if a.endswith("nowarmup") or a == "paper_warmup"
+                or a.startswith(("warmup_", "heldout_"))}
     assert {a: s for a, s in study["arms"].items() if s} == {
-        a: s for a, s in full["arms"].items() if not a.endswith("nowarmup")
-        and a != "paper_warmup"}
+        a: s for a, s in full["arms"].items() if a not in left_out}
     config = {**gpu, "check_device": False}
     jobs = check_config(config, SCHEMA)
-    assert len(jobs) == len(full["arms"]) - 3
+    assert len(jobs) == len(full["arms"]) - len(left_out)
     arms = training_arms(config, jobs)
     minutes = sum(gpu_train_seconds(job, arms[(job.study, job.arm)]) for job in jobs) / 60
     assert 1 < minutes <= 8

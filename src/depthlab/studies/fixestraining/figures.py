@@ -134,9 +134,9 @@ def probes(fits: pd.DataFrame):
 
 
 def lr_sweep(fits: pd.DataFrame):
-    """The final validation loss against the learning rate (log x), a curve per swept
-    placement (seed mean, seed range as a band), its best rate circled, a panel per warmup
-    length; the grey line is the corpus's unigram entropy."""
+    """The final validation loss on the selection seeds against the learning rate (log x), a
+    curve per swept placement (seed mean, seed range as a band), its best recipe circled, a
+    panel per warmup length; the grey line is the corpus's unigram entropy."""
     cells = swept(fits)
     entropy = unigram_entropy(fits)
     best = best_rates(cells)
@@ -157,7 +157,7 @@ def lr_sweep(fits: pd.DataFrame):
     n = int(cells["n_seeds"].max())
     legend(fig, [p for p in ORDER if p in drawn], extra=[
         (Line2D([], [], color="black", marker="o", ms=9, mfc="none", ls="none"),
-         "each placement's best rate (lowest mean)"),
+         "each placement's best recipe (lowest mean)"),
         (Line2D([], [], color="grey", ls="-.", lw=0.8), "unigram entropy of the corpus"),
     ], notes=[f"line: mean of {n} seeds; band: seed range"])
     return fig

@@ -13,7 +13,7 @@ from __future__ import annotations
 import pandas as pd
 
 from depthlab.analysis.profiles import PerSeed, last, omega_slope, summarise_checkpoints, wide
-from depthlab.studies.fixestraining.rates import best_rates, swept
+from depthlab.studies.fixestraining.rates import reported, swept
 
 KEYS = ["arm", "label", "placement", "depth", "init", "lr", "warmup_steps"]
 SEED_KEYS = ["arm", "label", "seed", "step"]
@@ -61,10 +61,14 @@ def per_seed(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def at_best_rates(fits: pd.DataFrame) -> pd.DataFrame:
-    """Each swept placement's final validation loss at its best rate (rates.best_rates), as
-    rows of quantity `val_loss_best_rate` in arm `best_rate` (label: the placement), lr its best
-    rate: what the claims ledger reads to compare placements each at its best rate."""
-    best = best_rates(swept(fits)).drop(columns=["rates", "interior"])
+    """Each swept placement's final validation loss at its best recipe, chosen on the selection
+    seeds and reported on the held-out seeds (rates.reported), as rows of quantity
+    `val_loss_best_rate` in arm `best_rate` (label: the placement), lr and warmup_steps its best
+    recipe: what the claims ledger reads to compare placements each at its best rate."""
+    best = reported(fits)
+    if best.empty:
+        return fits.iloc[:0]
+    best = best.drop(columns=["rates", "warmups", "interior", "chosen_mean"])
     best["quantity"] = "val_loss_best_rate"
     best["arm"] = "best_rate"
     best["label"] = best["placement"]
@@ -73,7 +77,8 @@ def at_best_rates(fits: pd.DataFrame) -> pd.DataFrame:
 
 def across_arms(fits: pd.DataFrame) -> pd.DataFrame:
     """The rows derived from every arm's fit together (each arm is fitted on its own): the best
-    rates of the sweeps (at_best_rates), none where no placement was swept."""
+    rates of the sweeps (at_best_rates), none where no placement was swept or no held-out cell
+    was run."""
     if swept(fits).empty:
         return fits.iloc[:0]
     return at_best_rates(fits)

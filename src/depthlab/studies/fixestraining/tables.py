@@ -10,7 +10,7 @@ from depthlab.analysis.profiles import unigram_entropy
 from depthlab.analysis.select import pick
 from depthlab.analysis.stats import t_interval
 from depthlab.analysis.tables import fmt, mean_interval, median_range, spread
-from depthlab.studies.fixestraining.rates import at_shared_rate, best_rates, swept
+from depthlab.studies.fixestraining.rates import at_shared_rate, best_rates, reported, swept
 from depthlab.vocabulary.placements import LABELS, ORDER
 
 # the probes shown at step 0 and at the end (fit.DERIVED)
@@ -110,12 +110,12 @@ def _successes(row, entropy: float) -> str:
 
 
 def sweep(fits: pd.DataFrame) -> pd.DataFrame:
-    """Per swept placement and rate: the final validation loss (seed mean [95% t-interval],
-    seed range), the seeds ending below the unigram entropy, and whether it is the placement's
-    best rate (rates.best_rates)."""
+    """Per swept placement and recipe (warmup, peak rate), on the selection seeds: the final
+    validation loss (seed mean [95% t-interval], seed range), the seeds ending below the
+    unigram entropy, and whether it is the placement's best recipe (rates.best_rates)."""
     cells = swept(fits)
     entropy = unigram_entropy(fits)
-    best = {(b.warmup_steps, b.placement): b.lr for b in best_rates(cells).itertuples()}
+    best = {b.placement: (b.warmup_steps, b.lr) for b in best_rates(cells).itertuples()}
     rows = []
     for placement in [p for p in ORDER if p in set(cells["placement"])]:
         for row in pick(cells, placement=placement).sort_values(["warmup_steps", "lr"]).to_dict(
@@ -126,36 +126,43 @@ def sweep(fits: pd.DataFrame) -> pd.DataFrame:
                 f"val loss at step {int(row['step'])}, mean [95% t]": mean_interval(row),
                 "seed range": spread(row["min"], row["max"]),
                 f"seeds < {entropy:.4g}": _successes(row, entropy),
-                "best rate": "yes" if best[(row["warmup_steps"], placement)] == row["lr"]
+                "best recipe": "yes" if best[placement] == (row["warmup_steps"], row["lr"])
                 else ""})
     return pd.DataFrame(rows)
 
 
 def best_rate_ranking(fits: pd.DataFrame) -> pd.DataFrame:
-    """The swept placements each at its best rate, in order of the seed mean of the final
-    validation loss: the rate, whether it is interior, the loss (mean [95% t]), the seeds below
-    the unigram entropy, the paired per-seed difference to Pre-LN at its best rate and to the
-    next placement down (mean [95% t]; resolved where the interval excludes 0)."""
-    best = best_rates(swept(fits))
+    """The swept placements each at its best recipe, chosen on the selection seeds and
+    reported on the held-out seeds (rates.reported), in order of the held-out seed mean of the
+    final validation loss: the recipe, whether its rate is interior, the held-out loss (mean
+    [95% t]) with the selection seeds' mean beside it, the held-out seeds below the unigram
+    entropy, the paired per-seed difference to Pre-LN at its best recipe and to the next
+    placement down (mean [95% t]; resolved where the interval excludes 0). A config without
+    held-out cells gets the selection seeds' losses, labelled so (optimistic: chosen on them)."""
+    best, on = reported(fits), "held-out seeds"
+    if best.empty:
+        best, on = best_rates(swept(fits)), "selection seeds (no held-out cells: optimistic)"
+        best["chosen_mean"] = best["mean"]
     entropy = unigram_entropy(fits)
+    ranked = best.sort_values("mean").to_dict("records")
+    pre = next((r for r in ranked if r["placement"] == "pre"), None)
     rows = []
-    for warmup, arm in best.groupby("warmup_steps", sort=True):
-        ranked = arm.sort_values("mean").to_dict("records")
-        pre = next((r for r in ranked if r["placement"] == "pre"), None)
-        for rank, (a, b) in enumerate(zip(ranked, [*ranked[1:], None], strict=True), 1):
-            row = {"warmup steps": int(warmup), "rank": rank, "placement": LABELS[a["placement"]],
-                   "best rate": fmt(a["lr"]),
-                   "rates swept": ", ".join(fmt(r) for r in a["rates"]),
-                   "interior": "yes" if a["interior"] else "no",
-                   "val loss, mean [95% t]": mean_interval(a),
-                   f"seeds < {entropy:.4g}": _successes(a, entropy)}
-            if pre is not None and a is not pre:
-                mean, lo, hi = _paired(pre, a)
-                row["minus Pre-LN, per seed [95% t]"] = f"{fmt(mean)} {spread(lo, hi)}"
-            if b is not None:
-                mean, lo, hi = _paired(a, b)
-                row.update({"next": LABELS[b["placement"]],
-                            "gap to next, per seed [95% t]": f"{fmt(mean)} {spread(lo, hi)}",
-                            "resolved (interval > 0)": "yes" if lo > 0 else "no"})
-            rows.append(row)
+    for rank, (a, b) in enumerate(zip(ranked, [*ranked[1:], None], strict=True), 1):
+        row = {"rank": rank, "placement": LABELS[a["placement"]],
+               "warmup steps": int(a["warmup_steps"]), "best rate": fmt(a["lr"]),
+               "rates swept": ", ".join(fmt(r) for r in a["rates"]),
+               "warmups swept": ", ".join(str(w) for w in a["warmups"]),
+               "interior": "yes" if a["interior"] else "no", "reported on": on,
+               "val loss, mean [95% t]": mean_interval(a),
+               "selection seeds' mean": fmt(a["chosen_mean"]),
+               f"seeds < {entropy:.4g}": _successes(a, entropy)}
+        if pre is not None and a is not pre:
+            mean, lo, hi = _paired(pre, a)
+            row["minus Pre-LN, per seed [95% t]"] = f"{fmt(mean)} {spread(lo, hi)}"
+        if b is not None:
+            mean, lo, hi = _paired(a, b)
+            row.update({"next": LABELS[b["placement"]],
+                        "gap to next, per seed [95% t]": f"{fmt(mean)} {spread(lo, hi)}",
+                        "resolved (interval > 0)": "yes" if lo > 0 else "no"})
+        rows.append(row)
     return pd.DataFrame(rows)
