@@ -155,6 +155,7 @@ BAD = [
     ("domain_of_a_fraction", ("domain",), {"depth": 9.5, "reason": "r"},
      ["domain.depth=9.5", "positive integer"]),
     ("extends_a_later_entry", ("extends",), "later.one", ["extends='later.one'"]),
+    ("requires_a_later_entry", ("requires",), "later.one", ["requires='later.one'"]),
 ]
 
 
@@ -732,6 +733,31 @@ def test_assumptions_and_one_rate_comparisons_are_measured_not_counted():
                                   "tolerance": {"reason": "r"}}]})
 
 
+def test_a_sentence_is_graded_only_where_the_premise_it_requires_is_supported():
+    """An assumption entry (the premise: measured, not counted) that the data support lets the
+    entry requiring it be graded; one they do not support makes it not comparable, the
+    premise's outcome and value beside the measurement; a merged ledger keeps the rule."""
+    premise = {**copy.deepcopy(ENTRY), "id": "premise", "role": "assumption"}
+    claim = {**copy.deepcopy(ENTRY), "requires": "premise"}
+    check_claims({"claims": [premise, claim], "notes": {"stack96": A_NOTE}})
+
+    def table(documented_premise):
+        entries = [{**premise, "documented": documented_premise}, claim]
+        return ledger({"claims": entries, "notes": NOTES}, fits())[0].set_index("id")
+
+    held = table(2.86)  # the premise inside the band: supported, so the sentence is graded
+    assert held.loc["premise", "outcome"] == "not counted"
+    assert held.loc[ENTRY["id"], "outcome"] == "supported"
+    absent = table(3.05)  # the premise contradicted
+    assert absent.loc[ENTRY["id"], "outcome"] == "not comparable"
+    assert absent.loc[ENTRY["id"], "verdict"].startswith(
+        "not comparable: its premise premise is contradicted (")
+    assert absent.loc[ENTRY["id"], "verdict"].endswith("(measured: supported)")
+    merged = merge_runs({"a": absent.reset_index().assign(fingerprint="f"),
+                         "b": held.reset_index().assign(fingerprint="f")})
+    assert merged.set_index("id").loc[ENTRY["id"], "outcome"] == "not comparable"
+
+
 def test_q_values_are_benjamini_hochberg_s():
     # hand-computed: p sorted 0.01, 0.02, 0.03, 0.5 (m = 4): 0.04, 0.04, 0.04, 0.5
     q = benjamini_hochberg(np.array([0.03, np.nan, 0.5, 0.01, 0.02]))
@@ -858,6 +884,7 @@ def _without(node, keys=("seed_offset",)):
     ("config/confirm.yaml", ("config/training_seeds.yaml",)),
     ("config/confirm_scale.yaml", ("config/scale.yaml",)),
     ("config/confirm_fixes.yaml", ("config/fixes.yaml",)),
+    ("config/confirm_rezero_deep.yaml", ("config/rezero_deep.yaml",)),
 ])
 def test_each_confirmatory_config_is_its_documented_run_on_the_frozen_pool(confirm, documented):
     """A confirmatory config merged onto its base: the documented run it confirms, every setting

@@ -108,6 +108,7 @@ def _base_row(entry: dict, note: dict) -> dict:
         "restates": entry.get("restates", ""), "role": entry.get("role", ""),
         "extends": entry.get("extends", ""),
         "why_not": entry.get("not_comparable", ""), "notes": "",
+        "requires": entry.get("requires", ""), "outcome_graded": NOT_MEASURED,
         "fit": "", "rows": "",
     }
 
@@ -375,6 +376,7 @@ def finish(row: dict, found: list, excluded: dict, primaries: dict | None = None
         else:
             notes.append(f"listed as holding by construction ({row['by_construction']}), "
                          f"but measured {row['outcome']}")
+    row["outcome_graded"] = row["outcome"]  # what a later entry's `requires` reads
     if row["role"] or row["extends"]:
         what = row["role"] or f"another estimator of {row['extends']}, beside its verdict"
         verdict = f"{NOT_COUNTED} ({what}): {verdict}"
@@ -420,9 +422,30 @@ def ledger(claims: dict, fits: dict[str, pd.DataFrame], settings: dict | None = 
             row = finish(*evaluated[entry["id"]], excluded, primaries)
         by_id[entry["id"]] = row
         rows.append({k: v for k, v in row.items() if k != "draw"})
-    return evidence.gate(pd.DataFrame(rows)), pd.DataFrame(
+    return premised(evidence.gate(pd.DataFrame(rows))), pd.DataFrame(
         records, columns=["note", "setting", "label", "graded", "outside", "p_joint", "excluded",
                           "by", "why"])
+
+
+def premised(table: pd.DataFrame) -> pd.DataFrame:
+    """The ledger with every entry that `requires` a premise (an earlier entry) graded only
+    where the premise's measurement supports it (its outcome before any role, gate aside): else
+    not comparable, the premise's outcome and value beside the measurement."""
+    if "requires" not in table:  # a ledger graded before premises existed
+        return table
+    table = table.copy()
+    by_id = table.set_index("id")
+    for i in np.flatnonzero((table["requires"] != "").to_numpy()):
+        required = table["requires"].iat[i]
+        premise = by_id.loc[required]
+        outcome = table["outcome"].iat[i]
+        if premise["outcome_graded"] == SUPPORTED or outcome not in outcomes.MEASURED:
+            continue
+        table.loc[table.index[i], "verdict"] = (
+            f"{NOT_COMPARABLE}: its premise {required} is {premise['outcome_graded']} "
+            f"({premise['shown']}) (measured: {table['verdict'].iat[i]})")
+        table.loc[table.index[i], "outcome"] = NOT_COMPARABLE
+    return table
 
 
 def counts(table: pd.DataFrame, primary_only: bool = False) -> dict[str, int]:

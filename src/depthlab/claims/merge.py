@@ -14,6 +14,7 @@ from __future__ import annotations
 import pandas as pd
 
 from depthlab.claims.evidence import gate
+from depthlab.claims.ledger import premised
 from depthlab.claims.outcomes import NOT_MEASURED
 
 
@@ -52,4 +53,4 @@ def merge_runs(ledgers: dict[str, pd.DataFrame]) -> pd.DataFrame:
         for name, row in zip(names, tagged, strict=True):
             row["run"] = name
         rows.append(_first_measuring(tagged))
-    return gate(pd.DataFrame(rows).reset_index(drop=True))
+    return premised(gate(pd.DataFrame(rows).reset_index(drop=True)))

@@ -37,6 +37,10 @@ One entry per numeric or directional sentence of the notes, in note order:
       extends: other.id                       # optional: another estimator of that earlier
                                               # entry's sentence (an asymptote at scale): listed
                                               # beside it, never its verdict, never counted
+      requires: other.id                      # optional: an earlier entry stating the premise
+                                              # the sentence presumes; graded only where that
+                                              # entry's measurement supports it, else not
+                                              # comparable (the premise's value beside it)
       restates: other.id                      # instead of measuring: the outcome of that entry
 
 A reading may carry `experiment: true`: a manipulation the note does not mention, listed beside
@@ -97,13 +101,13 @@ ROLES = ("assumption", "possibility", "hypothesis")  # measured, listed, never c
 SCALES = ("linear", "log")  # the scale a band of the note's statistic is drawn on
 ENTRY_KEYS = ("id", "note", "claim", "kind", "documented", "statistic", "measure", "tolerance",
               "readings", "reference", "restates", "why", "by_construction", "test", "source",
-              "seeds", "role", "scale", "not_comparable", "domain", "extends")
+              "seeds", "role", "scale", "not_comparable", "domain", "extends", "requires")
 ROW_EXTRA = ("along", "range")  # row-spec keys that are not fit columns
 ID = re.compile(r"^[A-Za-z0-9_.\-]+$")
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 RULE_KEYS = ("kind", "documented", "statistic", "measure", "tolerance", "readings", "restates",
              "by_construction", "test", "source", "seeds", "role", "scale", "not_comparable",
-             "domain", "extends")
+             "domain", "extends", "requires")
 NOTE_KEYS = ("title", "seeds", "source", "settings", "domain", "readings")
 DOMAIN_KEYS = ("depth", "seeds", "d_model")  # the least of each an estimator needs
 LEAST_SEEDS = 6  # no note's domain holds fewer: a bootstrap of fewer seeds under-covers
@@ -112,8 +116,11 @@ READING_KEYS = ("setting", "primary", "why", "by", "labels", "quantities", "fits
 LABEL_KEYS = ("set", "arm", "quantity", "statistic")
 # the code the verdicts come from: the fingerprint covers it (and every study's fit.py, the
 # estimators of the fit rows), so a rule cannot change unrecorded
+# a study's modules that only draw or declare (its fit and the modules the fit uses are the
+# estimators, in the fingerprint)
+RENDERING = ("__init__.py", "tables.py", "figures.py", "targets.py")
 RULE_CODE = ("ledger.py", "outcomes.py", "bands.py", "expressions.py", "merge.py",
-             "evidence.py", "readings.py", "protocol.py", "fits.py", "schema.py")
+             "evidence.py", "readings.py", "protocol.py", "schema.py")
 
 
 TOP_KEYS = ("changelog", "reasons", "shared", "notes", "fits", "claims")
@@ -292,8 +299,9 @@ def check_entry(entry, fits: tuple = FITS, earlier: set | None = None,
     kind = entry["kind"]
     if kind not in KINDS:
         raise ClaimsError(f"{name}: kind={kind!r} is not one of {list(KINDS)}")
-    if "extends" in entry and entry["extends"] not in (earlier or set()):
-        raise ClaimsError(f"{name}: extends={entry['extends']!r} is not an earlier entry")
+    for key in ("extends", "requires"):
+        if key in entry and entry[key] not in (earlier or set()):
+            raise ClaimsError(f"{name}: {key}={entry[key]!r} is not an earlier entry")
     if "restates" in entry:
         if entry["restates"] not in (earlier or set()):
             raise ClaimsError(f"{name}: restates={entry['restates']!r} is not an earlier entry")
@@ -369,13 +377,16 @@ def fingerprint(entries: list[dict], notes: dict | None = None, fits: dict | Non
     extends), by id; the notes' stated settings, domains and open settings with the numbers
     that identify them; the fits' seed and scale rules; the readings a frozen protocol chose
     (`frozen`: depthlab.claims.protocol); and the code of the verdicts (RULE_CODE) and of the
-    studies' fits (their estimators)."""
+    studies' fits and the modules they use (their estimators: every study module but those
+    that only draw or declare, RENDERING)."""
     rules = {e["id"]: {k: e[k] for k in RULE_KEYS if k in e} for e in entries}
     digest = hashlib.sha256(json.dumps([rules, notes or {}, fits or {}, frozen or {}],
                                        sort_keys=True).encode())
     here = Path(__file__).parent
-    for path in [*(here / name for name in RULE_CODE),
-                 *sorted(here.parent.glob("studies/*/fit.py"))]:
+    estimators = [here.parent / "studies" / "fits.py",
+                  *(path for path in sorted(here.parent.glob("studies/*/*.py"))
+                    if path.name not in RENDERING)]
+    for path in [*(here / name for name in RULE_CODE), *estimators]:
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
 
