@@ -4,8 +4,8 @@
 # refuse with one line (a tiny run's numbers must not replace the documented ones).
 NOT_DOCUMENTED = undocumented(MERGED, documented_configs(DEPTHLAB, DEFAULT_CONFIG))
 
-# the README's key figures (docs/figures/, committed), each from this run or, for a study this
-# run does not configure, from the documented named run that drew it
+# the figures README.md and docs/ show (docs/figures/, committed), each from this run or, for a
+# study this run does not configure, from the documented named run that drew it
 README_FIGURES = (
     "fig_grad_ratio_by_depth",
     "fig_increments_by_layer",
@@ -14,6 +14,8 @@ README_FIGURES = (
     "fig_fixes_grad_readings",
     "fig_fixes_stream_growth",
     "fig_fixes_model_update",
+    "fig_fixes_update_response",
+    "fig_fixes_lr_sweep",
     "fig_scale_local_exponents",
     "fig_scale_grad_ratio",
     "fig_scale_width",
