@@ -69,8 +69,29 @@ def with_base(given: dict, root: str | Path, defaults: dict, seen: tuple = ()) -
         raise ValueError(f"{BASE}={name!r}: no config file of that name")
     if name in seen:
         raise ValueError(f"{BASE}={name!r}: a chain of bases that comes back to it")
-    base = with_base(yaml.safe_load(found[0].read_text()) or {}, root, defaults, (*seen, name))
+    base = with_base(read_config(found[0]), root, defaults, (*seen, name))
     return overlay(base, {k: v for k, v in given.items() if k != BASE})
+
+
+def read_config(path: str | Path) -> dict:
+    """The config a YAML file holds (an empty file: {}). A file YAML cannot parse, or one that
+    holds no mapping, raises ValueError as one line `<file>:<line>: <problem>`."""
+    try:
+        loaded = yaml.safe_load(Path(path).read_text())
+    except yaml.MarkedYAMLError as err:
+        mark = err.problem_mark or err.context_mark
+        where = f"{path}:{mark.line + 1}" if mark else str(path)
+        context = err.context_mark
+        within = (f" ({err.context} at line {context.line + 1})"
+                  if err.context and context and mark and context.line != mark.line
+                  else f" ({err.context})" if err.context else "")
+        raise ValueError(f"{where}: {err.problem or err}{within}") from None
+    except yaml.YAMLError as err:
+        raise ValueError(f"{path}: {' '.join(str(err).split())}") from None
+    if loaded is not None and not isinstance(loaded, dict):
+        raise ValueError(f"{path}:1: a config file holds a mapping of keys, not a "
+                         f"{type(loaded).__name__}")
+    return loaded or {}
 
 
 def config_of(root: str | Path, *files: str | Path, defaults: dict | None = None) -> dict:
@@ -81,7 +102,7 @@ def config_of(root: str | Path, *files: str | Path, defaults: dict | None = None
     config = yaml.safe_load((root / DEFAULTS).read_text()) if defaults is None else defaults
     given: dict = {}
     for f in files:
-        given = combined(given, yaml.safe_load((root / f).read_text()) or {})
+        given = combined(given, read_config(root / f))
     return with_base(given, root, config)
 
 
