@@ -4,6 +4,7 @@ the offending value, and no Python traceback as the user-facing error."""
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 import torch
@@ -12,7 +13,7 @@ from conftest import DELETE, ROOT, copy_workflow, edited, run_snakemake, whole
 
 from depthlab.claims.schema import load_claims
 from depthlab.planner.documented import shipped_configs
-from depthlab.planner.overlay import config_of
+from depthlab.planner.overlay import config_of, error_keys, origin, read_config
 from depthlab.planner.validate import (
     check_config,
     reject_misspelt_arms,
@@ -189,11 +190,51 @@ def test_snakemake_prints_one_line_and_starts_nothing(workdir, case, edits, frag
     output = run.stdout + run.stderr
     errors = [line for line in output.splitlines() if "error" in line.lower()]
     assert run.returncode == 1, output
-    assert len(errors) == 1 and errors[0].startswith("config error: "), output
+    # the file the bad key came from, and its line (the claims file's error names that file)
+    where = "" if case == "claims_entry_with_missing_fit" else rf"{case}\.yaml:\d+: "
+    assert len(errors) == 1 and re.match(f"config error: {where}", errors[0]), output
     for fragment in fragments:
         assert fragment in errors[0], (fragment, errors[0])
     assert "Traceback" not in output and 'File "' not in output, output
     assert not (workdir / "results").exists()
+
+
+@pytest.mark.parametrize("message, keys", [
+    ("studies.s.settings: unknown key 'depht' (did you mean 'depth'?)",
+     ["studies", "s", "settings", "depht"]),
+    ("studies.s.arms.a.axes.out_scale[1]=nan must be finite",
+     ["studies", "s", "arms", "a", "axes", "out_scale", 1]),
+    ("run.name='a/b': 'a/b' does not match", ["run", "name"]),
+    ("corpus_path: no file 'x.txt'", ["corpus_path"]),
+    ("unknown key 'colour'", ["colour"]),
+    ("claims file x/claims.yaml: a.b: measure.fit='x'", []),
+    ("broken.yaml:4: mapping values are not allowed here", ["broken", "yaml"]),
+])
+def test_a_config_error_names_its_key_path(message, keys):
+    assert error_keys(message) == keys
+
+
+def test_a_config_error_names_the_file_and_line_that_gave_its_key(tmp_path):
+    """The first source (the one that wins) holding most of the key path: a user's file over
+    the base it names over the defaults; --config over every file; '' where none holds it."""
+    (tmp_path / "base.yaml").write_text(
+        "studies:\n  s:\n    settings:\n      seeds: 3\n      depht: 2\n")
+    (tmp_path / "mine.yaml").write_text(
+        "base: base.yaml\nstudies:\n  s:\n    settings: {seeds: 4}\n"
+        "    arms:\n      a:\n        axes:\n          out_scale: [1, .nan]\n")
+    sources = [("--config", {"threads": "two"}, None),
+               *((name, read_config(tmp_path / name), tmp_path / name)
+                 for name in ("mine.yaml", "base.yaml")),
+               ("config/config.yaml", {"threads": 1, "studies": {"t": {}}}, None)]
+    assert origin("studies.s.settings: unknown key 'depht'", sources) == "base.yaml:5"
+    assert origin("studies.s.settings.seeds=4 is wrong", sources) == "mine.yaml:4"
+    assert origin("studies.s.arms.a.axes.out_scale[1]=nan must be finite", sources) \
+        == "mine.yaml:8"
+    assert origin("base='base.yaml': no config file of that name", sources) == "mine.yaml:1"
+    assert origin("threads='two' must be an integer", sources) == "--config"
+    assert origin("studies.t: no study package", sources) == "config/config.yaml"
+    assert origin("colour: unknown", sources) == ""
+    assert origin("claims file x.yaml: a: b", sources) == ""
 
 
 def test_a_target_this_config_cannot_build_says_which_config_can():

@@ -151,7 +151,7 @@ def test_snakemake_runs_a_one_setting_file_and_a_typed_command_line_value(tmp_pa
     output = based.stdout + based.stderr
     assert based.returncode == 1 and "Traceback" not in output
     assert [line for line in output.splitlines() if "error" in line.lower()] == [
-        "config error: base='config/nope.yaml': no config file of that name"]
+        "config error: based.yaml:1: base='config/nope.yaml': no config file of that name"]
 
 
 def seeds_by_arm(config: dict, study: str) -> dict[str, set]:

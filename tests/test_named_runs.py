@@ -108,7 +108,8 @@ def test_a_bad_name_prints_one_line_and_makes_no_folder(workdir):
     output = run.stdout + run.stderr
     errors = [line for line in output.splitlines() if "error" in line.lower()]
     assert run.returncode == 1, output
-    assert errors == ["config error: run.name='a/b': 'a/b' does not match '^[A-Za-z0-9_-]+$'"]
+    assert errors == [
+        "config error: bad.yaml:2: run.name='a/b': 'a/b' does not match '^[A-Za-z0-9_-]+$'"]
     assert "Traceback" not in output
     assert not (workdir / "runs/a").exists()
 

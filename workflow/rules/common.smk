@@ -53,7 +53,7 @@ try:
     )
     reject_off_grid_options(config, list(CATALOGUE.jobs.values()), CATALOGUE.targets)
 except ConfigError as err:
-    sys.exit(f"config error: {err}")  # one line, no traceback, before any job runs
+    config_error(err)  # one line (the Snakefile's), before any job runs
 validate(config, SCHEMA)  # passes now; fills the schema's defaults
 if config.get("run") == {}:
     # no named run: the config that provenance records stays as it was before `run` existed
