@@ -31,11 +31,13 @@ from depthlab.studies import STUDIES, TARGETS
 
 # a named run works in its own folder (the Snakefile's `workdir:`): the config's relative paths
 # name files relative to where snakemake was started, so they are made relative to that folder
+# (absolute from a dry run's throwaway folder, which lies elsewhere)
 if os.getcwd() != STARTED_IN:
     for key in ("claims", "corpus_path"):
         path = config.get(key)
         if isinstance(path, str) and path and not os.path.isabs(path):
-            config[key] = os.path.relpath(os.path.join(STARTED_IN, path))
+            path = os.path.join(STARTED_IN, path)
+            config[key] = path if THROWAWAY else os.path.relpath(path)
 # the default claims file (this workflow's own), checked too (validate() fills defaults later)
 config.setdefault(
     "claims",
