@@ -18,6 +18,8 @@ from depthlab.planner.validate import (
     check_config,
     reject_misspelt_arms,
     reject_off_grid_options,
+    unavailable_target,
+    unknown_path,
     unknown_target,
 )
 from depthlab.studies import STUDIES, TARGETS
@@ -282,6 +284,54 @@ def test_snakemake_says_did_you_mean_for_a_mistyped_target(workdir):
     assert [line for line in output.splitlines() if "error" in line.lower()] == [
         "target error: no rule or file 'fig_grad_ratio_by_dept' (did you mean "
         "'fig_grad_ratio_by_depth'?); snakemake --list-target-rules lists the targets"]
+
+
+def test_a_target_this_config_cannot_build_is_found_by_name_or_file():
+    from depthlab.studies import BY_NAME
+
+    shipped = shipped_configs(ROOT)
+    width = BY_NAME["fig_fixes_width"]
+    for asked in (["all", "fig_fixes_width"], ["results/figures/fixes_width.pdf"]):
+        assert unavailable_target(asked, [width], {"stack96": ["grad"]}, shipped) == \
+            width.unavailable({"stack96": ["grad"]}, shipped)
+    assert unavailable_target(["all", "results/figures/x.png"], [width], {}, shipped) == ""
+
+
+def test_a_path_no_rule_makes_names_the_closest_file():
+    outputs = ["results/figures/grad_ratio_by_depth.png", "results/claims.md"]
+    made = lambda path: path in outputs or path.startswith("results/runs/")  # noqa: E731
+    assert unknown_path(["results/figures/grad_ratio_by_dept.png"], outputs, made) == (
+        "no rule makes 'results/figures/grad_ratio_by_dept.png' and there is no such file (did "
+        "you mean 'results/figures/grad_ratio_by_depth.png'?); snakemake --list-target-rules "
+        "lists the targets")
+    assert unknown_path(["zz/yy.txt"], outputs, made).startswith("no rule makes 'zz/yy.txt' "
+                                                                 "and there is no such file;")
+    # rule names, files a rule makes (wildcards too) and files that exist are not its to judge
+    for fine in (["all"], ["results/claims.md"], ["results/runs/a/b/c.parquet"], ["Snakefile"]):
+        assert unknown_path(fine, outputs, made, exists=lambda p: p == "Snakefile") == ""
+
+
+@pytest.mark.workflow
+def test_snakemake_refuses_an_unbuildable_or_mistyped_target_in_one_line(workdir):
+    """Under the tiny config (a named run), fig_fixes_width (by name or file) and a mistyped
+    figure path are one line before any job; nothing is left in runs/ (nor in results/)."""
+    width = ("target error: fig_fixes_width: this config has no arm depth, width_* of study "
+             "'fixes'; run it with --configfile config/fixes.yaml or config/fixes_collapse.yaml "
+             "or config/tiny_fixes.yaml")
+    for args, line in [
+        (["--cores", "1", "fig_fixes_width"], width),
+        (["-n", "results/figures/fixes_width.png"], width),
+        (["-n", "results/figures/grad_ratio_by_dept.png"],
+         "target error: no rule makes 'results/figures/grad_ratio_by_dept.png' and there is no "
+         "such file (did you mean 'results/figures/grad_ratio_by_depth.png'?); snakemake "
+         "--list-target-rules lists the targets"),
+    ]:
+        run = run_snakemake(workdir, "--configfile=config/tiny.yaml", *args, check=False)
+        output = run.stdout + run.stderr
+        assert run.returncode == 1, output
+        assert [x for x in output.splitlines() if "error" in x.lower()] == [line], output
+        assert "Traceback" not in output and "Job stats" not in output, output
+        assert not (workdir / "runs").exists() and not (workdir / "logs").exists()
 
 
 def _tiny_with(edit) -> dict:
