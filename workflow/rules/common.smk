@@ -21,6 +21,7 @@ from depthlab.planner.codehash import BASE, MEASURE_CODE, code_hash, study_code_
 from depthlab.planner.grid import arm_settings
 from depthlab.planner.documented import shipped_configs
 from depthlab.planner.reuse import owner_shards, reuse
+from depthlab.planner.startup import anchored
 from depthlab.vocabulary.settings import ConfigError
 from depthlab.planner.validate import (
     check_config,
@@ -32,12 +33,7 @@ from depthlab.studies import STUDIES, TARGETS
 # a named run works in its own folder (the Snakefile's `workdir:`): the config's relative paths
 # name files relative to where snakemake was started, so they are made relative to that folder
 # (absolute from a dry run's throwaway folder, which lies elsewhere)
-if os.getcwd() != STARTED_IN:
-    for key in ("claims", "corpus_path"):
-        path = config.get(key)
-        if isinstance(path, str) and path and not os.path.isabs(path):
-            path = os.path.join(STARTED_IN, path)
-            config[key] = path if THROWAWAY else os.path.relpath(path)
+anchored(config, STARTED_IN, absolute=THROWAWAY)
 # the default claims file (this workflow's own), checked too (validate() fills defaults later)
 config.setdefault(
     "claims",
