@@ -101,6 +101,16 @@ def test_run_time_imports_go_only_downward_too():
                     assert layer(name) != "studies", (module, name)
 
 
+def test_the_package_never_imports_snakemake():
+    """The workflow hands the package plain values (its argv parser too: planner/startup.py), so
+    that every module is tested without running Snakemake."""
+    for module, path in modules().items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            assert not any(n.split(".")[0] == "snakemake" for n in names), module
+
+
 def test_the_engine_imports_only_the_vocabulary():
     """core/ reads the vocabulary (settings, placements, jobs with their pass plans, metrics)
     and nothing of the planner (grid, cost, reuse, code hashes): the planner resolves a cell's

@@ -4,6 +4,7 @@ the offending value, and no Python traceback as the user-facing error."""
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 import torch
@@ -12,11 +13,13 @@ from conftest import DELETE, ROOT, copy_workflow, edited, run_snakemake, whole
 
 from depthlab.claims.schema import load_claims
 from depthlab.planner.documented import shipped_configs
-from depthlab.planner.overlay import config_of
+from depthlab.planner.overlay import config_of, error_keys, origin, read_config
 from depthlab.planner.validate import (
     check_config,
     reject_misspelt_arms,
     reject_off_grid_options,
+    unavailable_target,
+    unknown_path,
     unknown_target,
 )
 from depthlab.studies import STUDIES, TARGETS
@@ -189,11 +192,51 @@ def test_snakemake_prints_one_line_and_starts_nothing(workdir, case, edits, frag
     output = run.stdout + run.stderr
     errors = [line for line in output.splitlines() if "error" in line.lower()]
     assert run.returncode == 1, output
-    assert len(errors) == 1 and errors[0].startswith("config error: "), output
+    # the file the bad key came from, and its line (the claims file's error names that file)
+    where = "" if case == "claims_entry_with_missing_fit" else rf"{case}\.yaml:\d+: "
+    assert len(errors) == 1 and re.match(f"config error: {where}", errors[0]), output
     for fragment in fragments:
         assert fragment in errors[0], (fragment, errors[0])
     assert "Traceback" not in output and 'File "' not in output, output
     assert not (workdir / "results").exists()
+
+
+@pytest.mark.parametrize("message, keys", [
+    ("studies.s.settings: unknown key 'depht' (did you mean 'depth'?)",
+     ["studies", "s", "settings", "depht"]),
+    ("studies.s.arms.a.axes.out_scale[1]=nan must be finite",
+     ["studies", "s", "arms", "a", "axes", "out_scale", 1]),
+    ("run.name='a/b': 'a/b' does not match", ["run", "name"]),
+    ("corpus_path: no file 'x.txt'", ["corpus_path"]),
+    ("unknown key 'colour'", ["colour"]),
+    ("claims file x/claims.yaml: a.b: measure.fit='x'", []),
+    ("broken.yaml:4: mapping values are not allowed here", ["broken", "yaml"]),
+])
+def test_a_config_error_names_its_key_path(message, keys):
+    assert error_keys(message) == keys
+
+
+def test_a_config_error_names_the_file_and_line_that_gave_its_key(tmp_path):
+    """The first source (the one that wins) holding most of the key path: a user's file over
+    the base it names over the defaults; --config over every file; '' where none holds it."""
+    (tmp_path / "base.yaml").write_text(
+        "studies:\n  s:\n    settings:\n      seeds: 3\n      depht: 2\n")
+    (tmp_path / "mine.yaml").write_text(
+        "base: base.yaml\nstudies:\n  s:\n    settings: {seeds: 4}\n"
+        "    arms:\n      a:\n        axes:\n          out_scale: [1, .nan]\n")
+    sources = [("--config", {"threads": "two"}, None),
+               *((name, read_config(tmp_path / name), tmp_path / name)
+                 for name in ("mine.yaml", "base.yaml")),
+               ("config/config.yaml", {"threads": 1, "studies": {"t": {}}}, None)]
+    assert origin("studies.s.settings: unknown key 'depht'", sources) == "base.yaml:5"
+    assert origin("studies.s.settings.seeds=4 is wrong", sources) == "mine.yaml:4"
+    assert origin("studies.s.arms.a.axes.out_scale[1]=nan must be finite", sources) \
+        == "mine.yaml:8"
+    assert origin("base='base.yaml': no config file of that name", sources) == "mine.yaml:1"
+    assert origin("threads='two' must be an integer", sources) == "--config"
+    assert origin("studies.t: no study package", sources) == "config/config.yaml"
+    assert origin("colour: unknown", sources) == ""
+    assert origin("claims file x.yaml: a: b", sources) == ""
 
 
 def test_a_target_this_config_cannot_build_says_which_config_can():
@@ -241,6 +284,54 @@ def test_snakemake_says_did_you_mean_for_a_mistyped_target(workdir):
     assert [line for line in output.splitlines() if "error" in line.lower()] == [
         "target error: no rule or file 'fig_grad_ratio_by_dept' (did you mean "
         "'fig_grad_ratio_by_depth'?); snakemake --list-target-rules lists the targets"]
+
+
+def test_a_target_this_config_cannot_build_is_found_by_name_or_file():
+    from depthlab.studies import BY_NAME
+
+    shipped = shipped_configs(ROOT)
+    width = BY_NAME["fig_fixes_width"]
+    for asked in (["all", "fig_fixes_width"], ["results/figures/fixes_width.pdf"]):
+        assert unavailable_target(asked, [width], {"stack96": ["grad"]}, shipped) == \
+            width.unavailable({"stack96": ["grad"]}, shipped)
+    assert unavailable_target(["all", "results/figures/x.png"], [width], {}, shipped) == ""
+
+
+def test_a_path_no_rule_makes_names_the_closest_file():
+    outputs = ["results/figures/grad_ratio_by_depth.png", "results/claims.md"]
+    made = lambda path: path in outputs or path.startswith("results/runs/")  # noqa: E731
+    assert unknown_path(["results/figures/grad_ratio_by_dept.png"], outputs, made) == (
+        "no rule makes 'results/figures/grad_ratio_by_dept.png' and there is no such file (did "
+        "you mean 'results/figures/grad_ratio_by_depth.png'?); snakemake --list-target-rules "
+        "lists the targets")
+    assert unknown_path(["zz/yy.txt"], outputs, made).startswith("no rule makes 'zz/yy.txt' "
+                                                                 "and there is no such file;")
+    # rule names, files a rule makes (wildcards too) and files that exist are not its to judge
+    for fine in (["all"], ["results/claims.md"], ["results/runs/a/b/c.parquet"], ["Snakefile"]):
+        assert unknown_path(fine, outputs, made, exists=lambda p: p == "Snakefile") == ""
+
+
+@pytest.mark.workflow
+def test_snakemake_refuses_an_unbuildable_or_mistyped_target_in_one_line(workdir):
+    """Under the tiny config (a named run), fig_fixes_width (by name or file) and a mistyped
+    figure path are one line before any job; nothing is left in runs/ (nor in results/)."""
+    width = ("target error: fig_fixes_width: this config has no arm depth, width_* of study "
+             "'fixes'; run it with --configfile config/fixes.yaml or config/fixes_collapse.yaml "
+             "or config/tiny_fixes.yaml")
+    for args, line in [
+        (["--cores", "1", "fig_fixes_width"], width),
+        (["-n", "results/figures/fixes_width.png"], width),
+        (["-n", "results/figures/grad_ratio_by_dept.png"],
+         "target error: no rule makes 'results/figures/grad_ratio_by_dept.png' and there is no "
+         "such file (did you mean 'results/figures/grad_ratio_by_depth.png'?); snakemake "
+         "--list-target-rules lists the targets"),
+    ]:
+        run = run_snakemake(workdir, "--configfile=config/tiny.yaml", *args, check=False)
+        output = run.stdout + run.stderr
+        assert run.returncode == 1, output
+        assert [x for x in output.splitlines() if "error" in x.lower()] == [line], output
+        assert "Traceback" not in output and "Job stats" not in output, output
+        assert not (workdir / "runs").exists() and not (workdir / "logs").exists()
 
 
 def _tiny_with(edit) -> dict:

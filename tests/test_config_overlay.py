@@ -61,6 +61,34 @@ def test_a_config_with_a_base_changes_that_file_s_config(tmp_path):
         config_of(ROOT, tmp_path / "loop.yaml")
 
 
+@pytest.mark.parametrize("text, message", [
+    ("studies:\n  stack96:\n    settings: {seeds: 3\n",
+     r"^{base}:4: expected ',' or '\}}', but got '<stream end>' \(while parsing a flow "
+     r"mapping at line 3\)$"),
+    ("a: 1\n b: 2\n", r"^{base}:2: mapping values are not allowed here$"),
+    ("- 1\n- 2\n", r"^{base}:1: a config file holds a mapping of keys, not a list$"),
+], ids=["unclosed_brace", "bad_indent", "a_list"])
+def test_a_base_yaml_cannot_read_is_one_line_naming_its_file_and_line(tmp_path, text, message):
+    base = tmp_path / "broken.yaml"
+    base.write_text(text)
+    with pytest.raises(ValueError, match=message.format(base=re.escape(str(base)))):
+        with_base({"base": str(base)}, ROOT, DEFAULT)
+
+
+@pytest.mark.workflow
+def test_snakemake_says_which_base_file_and_line_yaml_cannot_read(tmp_path):
+    work = copy_workflow(tmp_path)
+    (work / "broken.yaml").write_text("studies:\n  stack96:\n    settings: {seeds: 3\n")
+    (work / "mine.yaml").write_text("base: broken.yaml\n")
+    run = run_snakemake(work, "-n", "--configfile", "mine.yaml", check=False)
+    output = run.stdout + run.stderr
+    assert run.returncode == 1 and "Traceback" not in output, output
+    errors = [line for line in output.splitlines() if "error" in line.lower()]
+    assert len(errors) == 1 and errors[0].startswith(
+        "config error: broken.yaml:4: expected ',' or '}', but got '<stream end>'"), output
+    assert not (work / "results").exists() and not (work / "logs").exists()
+
+
 def test_command_line_scalars_are_read_as_yaml():
     # what Snakemake's parser gives for --config 'studies={stack96: {settings: {seeds: 5}}}'
     given = {"studies": {"stack96": {"settings": {"seeds": "5", "out_scale": "1.5",
@@ -123,7 +151,7 @@ def test_snakemake_runs_a_one_setting_file_and_a_typed_command_line_value(tmp_pa
     output = based.stdout + based.stderr
     assert based.returncode == 1 and "Traceback" not in output
     assert [line for line in output.splitlines() if "error" in line.lower()] == [
-        "config error: base='config/nope.yaml': no config file of that name"]
+        "config error: based.yaml:1: base='config/nope.yaml': no config file of that name"]
 
 
 def seeds_by_arm(config: dict, study: str) -> dict[str, set]:

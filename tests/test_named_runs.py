@@ -74,11 +74,14 @@ def test_a_named_run_works_in_its_own_folder(workdir):
     # the paths are the default run's, relative to runs/t1/, whose .snakemake/ is the run's own
     assert {"results/provenance.json", "results/tables/stack96.parquet"} <= planned
     assert all(p.startswith(("results/", "resources/")) for p in planned), planned
-    assert (workdir / "runs/t1/.snakemake").is_dir()
+    # a dry run (or a listing) creates nothing: it plans in a throwaway folder, as empty as
+    # the run's folder will be
+    assert not (workdir / "runs").exists()
     # the docs_* rules (README.md, docs/) are the default run's alone
     listed = run_snakemake(workdir, "--list-target-rules", "--configfile", TINY, "t1.yaml").stdout
     assert "fig_grad_ratio_by_depth" in listed
     assert not re.search(r"^\S*docs_", listed, re.M), listed
+    assert not (workdir / "runs").exists()
     # one job for real (the corpus, from `corpus_path` as given): its output and log land in
     # runs/t1/, none in the folder snakemake is started in
     run_snakemake(workdir, "resources/tinyshakespeare.txt", "--cores", "1",
@@ -86,6 +89,10 @@ def test_a_named_run_works_in_its_own_folder(workdir):
     assert (workdir / "runs/t1/resources/tinyshakespeare.txt").stat().st_size > 1_000_000
     assert "corpus from ../../data/" in (workdir / "runs/t1/logs/corpus.log").read_text()
     assert not [name for name in ("results", "logs", "resources") if (workdir / name).exists()]
+    # once the run's folder exists, a dry run plans in it: the corpus is there
+    again = run_snakemake(workdir, "-n", "resources/tinyshakespeare.txt", "--configfile", TINY,
+                          "t1.yaml")
+    assert "Nothing to be done" in again.stdout + again.stderr
     # a second name, given on the command line, sits beside it: t1's files stay as they were
     before = {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in files_of(workdir / "runs/t1")}
     run_snakemake(workdir, "resources/tinyshakespeare.txt", "--cores", "1",
@@ -108,7 +115,8 @@ def test_a_bad_name_prints_one_line_and_makes_no_folder(workdir):
     output = run.stdout + run.stderr
     errors = [line for line in output.splitlines() if "error" in line.lower()]
     assert run.returncode == 1, output
-    assert errors == ["config error: run.name='a/b': 'a/b' does not match '^[A-Za-z0-9_-]+$'"]
+    assert errors == [
+        "config error: bad.yaml:2: run.name='a/b': 'a/b' does not match '^[A-Za-z0-9_-]+$'"]
     assert "Traceback" not in output
     assert not (workdir / "runs/a").exists()
 

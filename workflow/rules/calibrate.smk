@@ -6,7 +6,7 @@ from depthlab.planner.codehash import CALIBRATED_CODE
 try:
     CALIBRATED = calibrated_arms(config, JOBS)
 except ConfigError as err:
-    sys.exit(f"config error: {err}")
+    config_error(err)  # one line (the Snakefile's), before any job runs
 
 
 rule calibrate:

@@ -21,6 +21,7 @@ from depthlab.planner.codehash import BASE, MEASURE_CODE, code_hash, study_code_
 from depthlab.planner.grid import arm_settings
 from depthlab.planner.documented import shipped_configs
 from depthlab.planner.reuse import owner_shards, reuse
+from depthlab.planner.startup import anchored
 from depthlab.vocabulary.settings import ConfigError
 from depthlab.planner.validate import (
     check_config,
@@ -31,11 +32,8 @@ from depthlab.studies import STUDIES, TARGETS
 
 # a named run works in its own folder (the Snakefile's `workdir:`): the config's relative paths
 # name files relative to where snakemake was started, so they are made relative to that folder
-if os.getcwd() != STARTED_IN:
-    for key in ("claims", "corpus_path"):
-        path = config.get(key)
-        if isinstance(path, str) and path and not os.path.isabs(path):
-            config[key] = os.path.relpath(os.path.join(STARTED_IN, path))
+# (absolute from a dry run's throwaway folder, which lies elsewhere)
+anchored(config, STARTED_IN, absolute=THROWAWAY)
 # the default claims file (this workflow's own), checked too (validate() fills defaults later)
 config.setdefault(
     "claims",
@@ -53,7 +51,7 @@ try:
     )
     reject_off_grid_options(config, list(CATALOGUE.jobs.values()), CATALOGUE.targets)
 except ConfigError as err:
-    sys.exit(f"config error: {err}")  # one line, no traceback, before any job runs
+    config_error(err)  # one line (the Snakefile's), before any job runs
 validate(config, SCHEMA)  # passes now; fills the schema's defaults
 if config.get("run") == {}:
     # no named run: the config that provenance records stays as it was before `run` existed

@@ -38,8 +38,9 @@ for target in CATALOGUE.targets:
 
 
 # A declared target this config cannot build (its study or arms are not configured) is still a
-# rule: asked for by name, it fails at once with a message naming the config files that have it,
-# instead of Snakemake's "no rule to produce"
+# rule: asked for on the command line, the Snakefile refuses it in one line naming the config
+# files that have it, before any job; asked for otherwise (a host workflow, the Python API), this
+# rule fails at once with that line, instead of Snakemake's "no rule to produce"
 for target in TARGETS:
     if target not in CATALOGUE.targets:
 

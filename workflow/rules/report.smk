@@ -2,6 +2,14 @@
 # (depthlab.planner.documented), merged with the documented named runs' files where they were
 # run (config/fixes.yaml's papers, config/scale.yaml's depths). Any other config gets rules that
 # refuse with one line (a tiny run's numbers must not replace the documented ones).
+from depthlab.planner.documented import (
+    CONFIRM_RUNS,
+    DOCUMENTED_NAMED_RUNS,
+    documented_configs,
+    figure_sources,
+    undocumented,
+)
+
 NOT_DOCUMENTED = undocumented(MERGED, documented_configs(DEPTHLAB, DEFAULT_CONFIG))
 
 # the figures README.md and docs/ show (docs/figures/, committed), each from this run or, for a

@@ -7,7 +7,7 @@ from depthlab.vocabulary.train_settings import training_arms
 try:
     TRAINING = training_arms(config, JOBS.values())
 except ConfigError as err:
-    sys.exit(f"config error: {err}")  # one line, as common.smk does
+    config_error(err)  # one line (the Snakefile's), before any job runs
 
 # a regex no study name matches when no study trains
 TRAINING_STUDIES = "|".join(sorted({study for study, _ in TRAINING})) or "(?!)"

@@ -13,6 +13,7 @@ does not give itself) is one warning line naming those arms (`overridden`)."""
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 
 import yaml
@@ -56,11 +57,13 @@ def typed(value):
     return value
 
 
-def with_base(given: dict, root: str | Path, defaults: dict, seen: tuple = ()) -> dict:
+def with_base(given: dict, root: str | Path, defaults: dict, seen: tuple = (),
+              read: list | None = None) -> dict:
     """`given` merged onto what it changes: the defaults, or, where it names a `base:` file
     (relative to where snakemake runs, else to the workflow's `root`), that file's config, itself
     resolved the same way. A base that names no file, or a chain of bases that loops, raises
-    ValueError naming it."""
+    ValueError naming it. The base files read are appended to `read` (absolute, nearest
+    first)."""
     if BASE not in given:
         return overlay(defaults, given)
     name = given[BASE]
@@ -69,8 +72,31 @@ def with_base(given: dict, root: str | Path, defaults: dict, seen: tuple = ()) -
         raise ValueError(f"{BASE}={name!r}: no config file of that name")
     if name in seen:
         raise ValueError(f"{BASE}={name!r}: a chain of bases that comes back to it")
-    base = with_base(yaml.safe_load(found[0].read_text()) or {}, root, defaults, (*seen, name))
+    if read is not None:
+        read.append(found[0].absolute())
+    base = with_base(read_config(found[0]), root, defaults, (*seen, name), read)
     return overlay(base, {k: v for k, v in given.items() if k != BASE})
+
+
+def read_config(path: str | Path) -> dict:
+    """The config a YAML file holds (an empty file: {}). A file YAML cannot parse, or one that
+    holds no mapping, raises ValueError as one line `<file>:<line>: <problem>`."""
+    try:
+        loaded = yaml.safe_load(Path(path).read_text())
+    except yaml.MarkedYAMLError as err:
+        mark = err.problem_mark or err.context_mark
+        where = f"{path}:{mark.line + 1}" if mark else str(path)
+        context = err.context_mark
+        within = (f" ({err.context} at line {context.line + 1})"
+                  if err.context and context and mark and context.line != mark.line
+                  else f" ({err.context})" if err.context else "")
+        raise ValueError(f"{where}: {err.problem or err}{within}") from None
+    except yaml.YAMLError as err:
+        raise ValueError(f"{path}: {' '.join(str(err).split())}") from None
+    if loaded is not None and not isinstance(loaded, dict):
+        raise ValueError(f"{path}:1: a config file holds a mapping of keys, not a "
+                         f"{type(loaded).__name__}")
+    return loaded or {}
 
 
 def config_of(root: str | Path, *files: str | Path, defaults: dict | None = None) -> dict:
@@ -81,7 +107,7 @@ def config_of(root: str | Path, *files: str | Path, defaults: dict | None = None
     config = yaml.safe_load((root / DEFAULTS).read_text()) if defaults is None else defaults
     given: dict = {}
     for f in files:
-        given = combined(given, yaml.safe_load((root / f).read_text()) or {})
+        given = combined(given, read_config(root / f))
     return with_base(given, root, config)
 
 
@@ -134,3 +160,68 @@ def overridden(given: dict, config: dict) -> list[str]:
                     lines.append(f"{where} is read by no cell: every arm varies {key} on "
                                  f"its axes ({', '.join(arms)})")
     return lines
+
+
+# the key a config error names first: a dotted path with [i] indices, before its `=` or `:`
+# (`studies.stack96.arms.a.axes.depth=[2, 3, 2]`, `run.name='a/b'`, `corpus_path: no file`)
+_KEY_PATH = re.compile(r"^([A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+|\[\d+\])*)(?=[=:])")
+
+
+def error_keys(message: str) -> list:
+    """The key path a config error's message names (keys, and ints for list indices), the
+    unknown key it names appended: `studies.s.settings: unknown key 'x'` -> [studies, s,
+    settings, x]; [] where it names none."""
+    found = _KEY_PATH.match(message)
+    keys: list = [int(p[1:-1]) if p.startswith("[") else p
+                  for p in re.findall(r"\[\d+\]|[^.\[\]]+", found[1])] if found else []
+    unknown = re.search(r"unknown key '([^']+)'", message)
+    return [*keys, unknown[1]] if unknown else keys
+
+
+def _depth(node, keys: list) -> int:
+    """How many of `keys`, in order, lead into `node` (a parsed config)."""
+    for depth, key in enumerate(keys):
+        if isinstance(node, dict) and key in node:
+            node = node[key]
+        elif isinstance(node, list) and isinstance(key, int) and 0 <= key < len(node):
+            node = node[key]
+        else:
+            return depth
+    return len(keys)
+
+
+def _line(path: str | Path, keys: list) -> int | None:
+    """The line of `path` (a YAML file) where the last of `keys` is given, None where its
+    nodes cannot be followed."""
+    try:
+        node = yaml.compose(Path(path).read_text())
+    except (OSError, yaml.YAMLError):
+        return None
+    line = None
+    for key in keys:
+        if isinstance(node, yaml.MappingNode):
+            match = [(k, v) for k, v in node.value if k.value == str(key)]
+            if not match:
+                return line
+            line, node = match[-1][0].start_mark.line + 1, match[-1][1]
+        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) \
+                and 0 <= key < len(node.value):
+            node = node.value[key]
+            line = node.start_mark.line + 1
+        else:
+            return line
+    return line
+
+
+def origin(message: str, sources: list) -> str:
+    """Where the key a config error names was given: `<file>:<line>` (or the source's label
+    alone, such as `--config`) of the first of `sources` ((label, parsed config, YAML file or
+    None), the one that wins first) that holds the most of its key path; '' where the message
+    names no key or no source holds it."""
+    keys = error_keys(message)
+    depths = [_depth(config, keys) for _, config, _ in sources]
+    if not keys or not depths or max(depths) == 0:
+        return ""
+    label, _, path = sources[depths.index(max(depths))]
+    line = _line(path, keys[:max(depths)]) if path else None
+    return f"{label}:{line}" if line else label

@@ -57,6 +57,31 @@ def unknown_target(targets, rules) -> str:
     return ""
 
 
+def unavailable_target(requested, targets, configured: dict, configs: dict) -> str:
+    """'' unless one of `requested` (the command line's targets) names one of `targets` (the
+    declared targets this config cannot build) or one of its files; then why it cannot be built
+    and the shipped `configs` that can (Target.unavailable)."""
+    for name in requested:
+        for target in targets:
+            if name == target.name or name in target.outputs.values():
+                why = target.unavailable(configured, configs)
+                if why:
+                    return why
+    return ""
+
+
+def unknown_path(requested, outputs, made, exists=os.path.exists) -> str:
+    """'' unless one of `requested` (the command line's targets) is a path (a '/' or a '.')
+    that is no file and that no rule makes (`made(path)`); then one line naming it, with the
+    closest of `outputs` (the workflow's files without wildcards)."""
+    for path in requested:
+        if ("/" in path or "." in path) and not exists(path) and not made(path):
+            return (f"no rule makes {path!r} and there is no such file"
+                    f"{_suggest(path, sorted(set(outputs)))}; snakemake --list-target-rules "
+                    "lists the targets")
+    return ""
+
+
 def _one_of(value, allowed: list) -> str:
     if len(allowed) > 6:
         hint = _suggest(value, allowed)
