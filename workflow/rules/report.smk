@@ -145,6 +145,9 @@ else:
             "../envs/depthlab.yaml"
         params:
             why="the exploratory runs' identification of the notes' open settings",
+            # the freeze before this one (its history of spent pools), read when the workflow
+            # is parsed: Snakemake removes a job's output before the job runs
+            before=Path(FROZEN).read_text() if os.path.exists(FROZEN) else "",
         message:
             "freeze: the exploratory run's choices into {output.frozen}"
         script:

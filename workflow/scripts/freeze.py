@@ -18,7 +18,7 @@ records = pd.read_csv(snakemake.input.readings, keep_default_na=False).to_dict("
 for record in records:  # read back from the CSV
     record["excluded"] = str(record["excluded"]) == "True"
 path = Path(snakemake.output.frozen)
-before = yaml.safe_load(path.read_text()) if path.exists() else {}
+before = yaml.safe_load(snakemake.params.before) or {}  # read before the job removed it
 confirmed = {str(f) for p in snakemake.input.confirm
              for f in pd.read_parquet(p, columns=["fingerprint"])["fingerprint"]}
 history = spent(before, confirmed)

@@ -65,10 +65,16 @@ def check_frozen(frozen, claims: dict) -> dict:
                 raise ClaimsError(f"frozen file: readings.{note}.{setting} is not an open "
                                   f"setting of {note}")
             labels = set(open_settings[setting]["labels"])
-            named = set(choice.get("allowed", [])) | set(choice.get("excluded", {}))
-            if not named <= labels or not choice.get("allowed"):
-                raise ClaimsError(f"frozen file: readings.{note}.{setting} must allow at least "
-                                  f"one of its labels {sorted(labels)}")
+            allowed, excluded = set(choice.get("allowed", [])), set(choice.get("excluded", {}))
+            if allowed & excluded or allowed | excluded != labels:
+                raise ClaimsError(f"frozen file: readings.{note}.{setting} must name each of "
+                                  f"its labels {sorted(labels)} once, allowed or excluded")
+        # a setting may allow none of its labels where its readings were measured only at a
+        # cell another setting excludes (varsplit's init at ReLU): the entries are graded at
+        # the other settings' allowed readings; a note allowing nothing grades nothing
+        if settings and not any(choice.get("allowed") for choice in settings.values()):
+            raise ClaimsError(f"frozen file: readings.{note} allows no label of any open "
+                              "setting: nothing of the note could be graded")
     return frozen
 
 
