@@ -191,6 +191,16 @@ def test_blocks_on_an_axis_are_refused_before_any_job():
         check_config(config, ROOT / "workflow/schemas/config.schema.yaml")
 
 
+def test_an_own_block_in_a_trained_study_is_refused_before_any_job():
+    """Training builds depthlab's own stack, never the block: one line, not a run of the
+    built-in under the block's name."""
+    config = config_of(ROOT, "config/tiny.yaml")
+    config["studies"]["training"].setdefault("settings", {})["block"] = EXAMPLE
+    with pytest.raises(ConfigError, match=r"^studies\.training\.arms\.\w+: block='[^']+': an "
+                                          r"own block is measured at initialisation only"):
+        check_config(config, ROOT / "workflow/schemas/config.schema.yaml")
+
+
 def test_plot_module_draws_each_metric_s_seed_median_by_block():
     """A panel per metric, x the block index, its line the median across seeds of each layer
     (computed here from the rows), its axis labelled with the metric and the band's meaning."""
