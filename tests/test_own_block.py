@@ -10,17 +10,21 @@ import re
 
 import matplotlib.pyplot as plt
 import numpy as np
+import pandas as pd
 import pytest
 from conftest import ROOT, planned
 from torch import nn
 
 from depthlab.analysis.coord import COORD_METRICS, plot_module
+from depthlab.analysis.fits import read_fits
+from depthlab.analysis.style import PLACEMENT_STYLE
 from depthlab.core.measure import measure_cell
 from depthlab.core.own_block import POINTS, check_block, measure_module, resolve
 from depthlab.core.probes import PROBES
 from depthlab.planner.overlay import config_of
 from depthlab.planner.validate import check_config
 from depthlab.vocabulary.settings import ConfigError, RunSettings
+from depthlab.vocabulary.variants import base, label, order, own_key, own_style, with_blocks
 
 SETTINGS = RunSettings(placement="pre", attention="torch_mha", causal=False, depth=3,
                        d_model=16, heads=2, tokens=8, batch=2, seeds=3, block_corr=True)
@@ -187,6 +191,16 @@ def test_blocks_on_an_axis_are_refused_before_any_job():
         check_config(config, ROOT / "workflow/schemas/config.schema.yaml")
 
 
+def test_an_own_block_in_a_trained_study_is_refused_before_any_job():
+    """Training builds depthlab's own stack, never the block: one line, not a run of the
+    built-in under the block's name."""
+    config = config_of(ROOT, "config/tiny.yaml")
+    config["studies"]["training"].setdefault("settings", {})["block"] = EXAMPLE
+    with pytest.raises(ConfigError, match=r"^studies\.training\.arms\.\w+: block='[^']+': an "
+                                          r"own block is measured at initialisation only"):
+        check_config(config, ROOT / "workflow/schemas/config.schema.yaml")
+
+
 def test_plot_module_draws_each_metric_s_seed_median_by_block():
     """A panel per metric, x the block index, its line the median across seeds of each layer
     (computed here from the rows), its axis labelled with the metric and the band's meaning."""
@@ -203,3 +217,90 @@ def test_plot_module_draws_each_metric_s_seed_median_by_block():
     plt.close(fig)
     with pytest.raises(ValueError, match="none of the metrics"):
         plot_module(rows, metrics=("no_such_metric",))
+
+
+# --- an own block in the outputs: its own label, look and caption, never the built-in's ------
+
+
+def _stack96_fits(tmp_path, arm: str, s: RunSettings):
+    """One stack96 arm measured at depths 2 and 4, fitted and written as its fit table."""
+    from depthlab.studies.stack96.fit import fit
+
+    table = pd.concat([measure_cell(*planned(dataclasses.replace(s, depth=depth)))
+                       .assign(arm=arm, label=f"depth-{depth}") for depth in (2, 4)],
+                      ignore_index=True)
+    path = tmp_path / f"{arm}.parquet"
+    fit(table, {arm: ["depth"]}).to_parquet(path)
+    return path
+
+
+def test_tables_and_figures_label_an_own_block_by_its_name(tmp_path):
+    """stack96's grad arm measured with an own block that follows Pre-LN: the table's column
+    and the figure's legend name the block, never "Pre-LN", and its curve is not Pre-LN's
+    colour; without the arm's block the same fits read as Pre-LN."""
+    from depthlab.analysis.draw import draw
+    from depthlab.studies import BY_NAME, drawing
+
+    s = dataclasses.replace(SETTINGS, seeds=2, block=EXAMPLE)
+    paths = [_stack96_fits(tmp_path, "grad", s)]
+    target = BY_NAME["table_grad_ratio_by_depth"]
+    for blocks, name, other in (({"grad": EXAMPLE}, "make_block (own block)", "Pre-LN"),
+                                ({}, "Pre-LN", "make_block (own block)")):
+        outputs = {ext: str(tmp_path / f"t.{ext}") for ext in ("md", "csv")}
+        draw(target, drawing(target), paths, {}, outputs, blocks)
+        table = pd.read_csv(outputs["csv"])
+        assert name in table.columns and other not in table.columns
+        assert f"{name} seed range" in table.columns
+    fits = pd.read_parquet(paths[0])
+    assert set(with_blocks(fits, {"grad": EXAMPLE})["placement"]) == {f"pre@{EXAMPLE}"}
+    assert set(with_blocks(fits, {"other": EXAMPLE})["placement"]) == {"pre"}
+
+    fig = drawing(BY_NAME["fig_grad_ratio_by_depth"])(with_blocks(read_fits(paths),
+                                                                  {"grad": EXAMPLE}))
+    texts = [t.get_text() for leg in fig.legends for t in leg.get_texts()]
+    assert "make_block (own block)" in texts and "Pre-LN" not in texts
+    colors = {line.get_color() for ax in fig.axes for line in ax.get_lines()
+              if line.get_label() != "_nolegend_" and len(line.get_xdata()) == 2}
+    assert PLACEMENT_STYLE["pre"]["color"] not in colors
+    plt.close(fig)
+
+
+def test_the_label_is_derived_once():
+    key = own_key("pre", "mywork.blocks:make_parallel")
+    assert label(key) == "make_parallel (own block)" and label("pre") == "Pre-LN"
+    assert base(key) == "pre" and order([key, "post", "pre"]) == ["post", "pre", key]
+    assert own_style([key])[key]["color"] not in set(PLACEMENT_STYLE[p]["color"]
+                                                     for p in PLACEMENT_STYLE)
+
+
+def test_a_setting_given_to_an_own_block_says_it_may_be_ignored():
+    """varsplit's rows are labelled by init: an own block's say that it only was given it."""
+    from depthlab.studies.varsplit.tables import init_of
+
+    own = pd.Series({"init": "fan_in", "block": "mywork.blocks:make_parallel"})
+    assert init_of(own) == "fan_in (given to make_parallel, which may ignore it)"
+    assert init_of(pd.Series({"init": "fan_in", "block": ""})) == "fan_in"
+    assert init_of(pd.Series({"init": "fan_in"})) == "fan_in"
+
+
+def test_a_caption_names_the_own_block_and_cites_no_built_in_claim():
+    """An arm of an own block in stack96's grad arm: the caption of every target reading it
+    names the block, and cites no claim (the ledger grades none of them)."""
+    from depthlab.claims.schema import load_claims
+    from depthlab.planner.catalogue import Catalogue
+    from depthlab.studies import BY_NAME, STUDIES, TARGETS
+
+    config = config_of(ROOT, "config/tiny.yaml")
+    claims = load_claims(ROOT / "config/claims.yaml")["claims"]
+    schema = ROOT / "workflow/schemas/config.schema.yaml"
+    target = BY_NAME["fig_grad_ratio_by_depth"]
+    before = Catalogue(config, check_config(config, schema, STUDIES), TARGETS, claims)
+    assert "own block" not in before.caption(target)
+    assert before.claims_testing(target)
+    config["studies"]["stack96"]["arms"]["grad"].setdefault("settings", {})["block"] = EXAMPLE
+    config["studies"]["stack96"]["arms"]["grad"]["settings"]["attention"] = "torch_mha"
+    cat = Catalogue(config, check_config(config, schema, STUDIES), TARGETS, claims)
+    assert cat.blocks_of(target) == {"grad": EXAMPLE}
+    assert ("make_block (examples.encoder_block:make_block; arm grad, following the final norm "
+            "of Post-LN, Pre-LN, no residual)") in cat.caption(target)
+    assert cat.claims_testing(target) == []

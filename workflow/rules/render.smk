@@ -23,7 +23,8 @@ for target in CATALOGUE.targets:
                 for k, v in config["studies"][target.study].get("analysis", {}).items()
                 if k in target.options
             },
-            caption=target.caption,
+            caption=CATALOGUE.caption(target),
+            blocks=CATALOGUE.blocks_of(target),
             seeds=CATALOGUE.seeds_of(target),
             tests=", ".join(CATALOGUE.claims_testing(target)) or "none",
             code=STUDY_HASH[target.study],

@@ -7,4 +7,4 @@ from depthlab.studies import BY_NAME, drawing
 to_file(snakemake.log[0])
 target = BY_NAME[snakemake.params.name]
 draw(target, drawing(target), list(snakemake.input), dict(snakemake.params.options),
-     dict(snakemake.output))
+     dict(snakemake.output), dict(snakemake.params.blocks))

@@ -8,13 +8,16 @@ from pathlib import Path
 from depthlab.analysis.fits import read_fits
 from depthlab.analysis.tables import write_table
 from depthlab.vocabulary.targets import Target
+from depthlab.vocabulary.variants import with_blocks
 
 
 def draw(target: Target, function: Callable, fit_paths: list[str | Path], options: dict,
-         outputs: dict[str, str]) -> None:
+         outputs: dict[str, str], blocks: dict[str, str] | None = None) -> None:
     """Write the outputs of `target` (md+csv+html+tex or png+svg+pdf): `function` (its study's,
-    depthlab.studies.drawing) of the fits, with the study's `analysis:` options it declares."""
-    result = function(read_fits(fit_paths), **options)
+    depthlab.studies.drawing) of the fits, with the study's `analysis:` options it declares;
+    the rows of each arm of an own block (`blocks`: arm -> module:function) under the block's
+    own placement key (depthlab.vocabulary.variants.with_blocks), never the built-in's."""
+    result = function(with_blocks(read_fits(fit_paths), blocks), **options)
     if target.kind == "table":
         write_table(result, outputs["md"], outputs["csv"], target.title, target.note,
                     outputs.get("html"), outputs.get("tex"))

@@ -25,6 +25,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormat
 from depthlab.core.io import atomic_path  # noqa: E402
 from depthlab.vocabulary.metrics import METRICS  # noqa: E402
 from depthlab.vocabulary.placements import COLORS, LABELS, MARKERS, ORDER  # noqa: E402
+from depthlab.vocabulary.variants import own_style  # noqa: E402
 
 DPI = 300  # of the PNG
 sns.set_theme(context="paper", style="ticks", rc={
@@ -153,8 +154,9 @@ def curves(ax, frame: pd.DataFrame, x: str, by: str = "placement", *,
            markers: bool = True) -> list[str]:
     """One curve per level of column `by` present in `frame` (hue and marker from `style`:
     level -> {label, color, marker, dashes}; default the placement registry's), in `style`'s
-    order; returns the levels drawn (for `legend`)."""
-    style = style or PLACEMENT_STYLE
+    order, then any own block's (depthlab.vocabulary.variants: a look of its own); returns the
+    levels drawn (for `legend`)."""
+    style = with_own(style, set(frame[by]))
     levels = [lv for lv in style if lv in set(frame[by])]
     if not levels:
         return []
@@ -175,7 +177,8 @@ def curves(ax, frame: pd.DataFrame, x: str, by: str = "placement", *,
 def handles(levels: Iterable[str], style: Mapping[str, Mapping] | None = None,
             markers: bool = True) -> tuple[list, list[str]]:
     """Legend handles and labels for the levels `curves` drew."""
-    style = style or PLACEMENT_STYLE
+    levels = list(levels)
+    style = with_own(style, levels)
     out = []
     for lv in levels:
         s = style[lv]
@@ -236,7 +239,8 @@ def legend(fig, levels: Iterable[str], style=None, markers: bool = True, extra=(
 
 def together(groups: Iterable[list[str]], style=None) -> list[str]:
     """Legend notes for `coinciding` groups: 'on each other: Sandwich-LN = Peri-LN'."""
-    style = style or PLACEMENT_STYLE
+    groups = [list(g) for g in groups]
+    style = with_own(style, [lv for g in groups for lv in g])
     return [f"on each other: {' = '.join(style[lv]['label'] for lv in g)}" for g in groups]
 
 
@@ -361,3 +365,18 @@ def save(fig, outputs: Mapping[str, str | Path]) -> None:
 # the placement registry's look, for `curves` and `handles`
 PLACEMENT_STYLE = {name: {"label": LABELS[name], "color": COLORS[name], "marker": MARKERS[name]}
                    for name in ORDER}
+
+
+def with_own(style: Mapping[str, Mapping] | None, levels: Iterable) -> dict[str, Mapping]:
+    """`style` (default the placement registry's) with the look of each own block among
+    `levels` (placement keys `<placement>@<module:function>`, depthlab.vocabulary.variants) that
+    it lacks, so that an own block is drawn and named as itself, never as its placement."""
+    style = dict(style or PLACEMENT_STYLE)
+    return {**style, **{k: v for k, v in own_style(str(lv) for lv in levels).items()
+                        if k not in style}}
+
+
+def look(key: str, style: Mapping[str, Mapping] | None = None) -> Mapping:
+    """The look (label, color, marker) of one placement key in `style` (default the
+    registry's), an own block's included."""
+    return with_own(style, [key])[key]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from depthlab.vocabulary.jobs import Job
 from depthlab.vocabulary.paths import FIT, LEDGER, TABLE
 from depthlab.vocabulary.targets import Target
+from depthlab.vocabulary.variants import caption_note
 
 
 def unshared(config: dict) -> set[tuple[str, str]]:
@@ -62,12 +63,47 @@ class Catalogue:
                   if j.study == target.study and j.arm in arms for c in j.cells}
         return ", ".join(map(str, sorted(counts)))
 
-    def claims_testing(self, target: Target) -> list[str]:
-        """The ids of the claims measured on the arms a target reads (its report caption)."""
+    def blocks_of(self, target: Target) -> dict[str, str]:
+        """{arm: module:function} of each arm a target reads that is measured with an own block
+        (setting `block`; one per arm: an axis of blocks is refused), for its labels."""
         arms = set(target.arms(self.arms[target.study]))
-        return [e["id"] for e in self.claims
-                if e.get("measure", {}).get("fit") == target.study
-                and {r.get("arm") for r in e["measure"].get("rows", {}).values()} & arms]
+        return {j.arm: c.settings.block for j in self.jobs.values()
+                if j.study == target.study and j.arm in arms for c in j.cells
+                if c.settings.block}
+
+    def placements_of(self, target: Target) -> dict[str, list[str]]:
+        """{arm: placements} of each arm of an own block a target reads (the placements it
+        follows, for its caption)."""
+        blocks = self.blocks_of(target)
+        out: dict[str, list[str]] = {}
+        for j in self.jobs.values():
+            if j.study == target.study and j.arm in blocks:
+                for c in j.cells:
+                    out.setdefault(j.arm, [])
+                    if c.settings.placement not in out[j.arm]:
+                        out[j.arm].append(c.settings.placement)
+        return out
+
+    def caption(self, target: Target) -> str:
+        """A target's report caption: its declared one, and where it reads own blocks, a
+        sentence naming each (depthlab.vocabulary.variants.caption_note)."""
+        note = caption_note(self.blocks_of(target), self.placements_of(target))
+        return f"{target.caption} {note}" if note else target.caption
+
+    def claims_testing(self, target: Target) -> list[str]:
+        """The ids of the claims measured on the arms a target reads (its report caption); not
+        one that reads an arm of an own block (the ledger grades none of those: "not
+        comparable"), so that a caption never cites a built-in's claim for an own block."""
+        arms = set(target.arms(self.arms[target.study]))
+        own = {j.arm for j in self.jobs.values()
+               if j.study == target.study and any(c.settings.block for c in j.cells)}
+        out = []
+        for e in self.claims:
+            read = {r.get("arm") for r in e.get("measure", {}).get("rows", {}).values()}
+            if (e.get("measure", {}).get("fit") == target.study and read & arms
+                    and not read & own):
+                out.append(e["id"])
+        return out
 
     def provenance_inputs(self) -> list[str]:
         """Every Parquet file the default target makes: each job's shard, each study's table,

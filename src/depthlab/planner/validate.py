@@ -235,6 +235,7 @@ def check_config(config: dict, schema_path: str | Path, studies=None) -> list[Jo
     jobs = study_jobs(config)
     reject_unheld_probes(jobs)
     reject_unseen_cuda(config, jobs)
+    reject_trained_blocks(config, jobs)
     reject_missing_blocks(jobs)
     return jobs
 
@@ -249,6 +250,21 @@ def reject_block_axes(config: dict) -> None:
                     f"studies.{study}.arms.{arm}.axes.block: an axis of blocks would merge their "
                     "rows under one placement label in every table and figure; give each block "
                     "a named run of its own (run: {name: ...})")
+
+
+def reject_trained_blocks(config: dict, jobs: list[Job]) -> None:
+    """ConfigError for an own block (setting `block`) in a trained study: training builds
+    depthlab's own stack (depthlab.core.train) and never the block, so its runs would be the
+    built-in placement's under the block's name."""
+    trained = {study for study, spec in (config.get("studies") or {}).items()
+               if spec and "training" in spec}
+    for job in jobs:
+        block = next((c.settings.block for c in job.cells if c.settings.block), "")
+        if job.study in trained and block:
+            raise ConfigError(
+                f"studies.{job.study}.arms.{job.arm}: block={block!r}: an own block is measured "
+                f"at initialisation only; the trained study {job.study!r} would train the "
+                "built-in stack instead (measure the block in an init-time study)")
 
 
 def reject_missing_corpus(config: dict) -> None:

@@ -27,6 +27,7 @@ from depthlab.analysis.style import (
     grid,
     legend,
     log_scale,
+    look,
     reference,
     spread_label,
     together,
@@ -36,11 +37,13 @@ from depthlab.studies.fixes.fit import CALIBRATED, FIX_LABELS
 from depthlab.studies.fixes.tables import (
     GRAD_READINGS,
     ZERO_BY_CONSTRUCTION,
+    fix_label,
     reading_ratios,
     width_depth,
 )
 from depthlab.vocabulary.placements import FAMILIES, LABELS, PLACEMENTS, color
 from depthlab.vocabulary.settings import UPDATE_OPTIMIZERS, UPDATE_PARAMS
+from depthlab.vocabulary.variants import base
 
 # the placements' look, and the calibrated Pre-LN variant's: the first colour no placement
 # takes, dashed
@@ -49,8 +52,14 @@ FIX_STYLE = {**PLACEMENT_STYLE, CALIBRATED: {
     "color": color(len(PLACEMENTS)),
     "marker": ">",
     "dashes": (4, 1.5)}}
-FAMILY_OF = {**{name: p.family for name, p in PLACEMENTS.items()},
+_FAMILIES = {**{name: p.family for name, p in PLACEMENTS.items()},
              CALIBRATED: PLACEMENTS["pre"].family}
+
+
+def family_of(fix: str) -> str:
+    """The family panel a fix is drawn in: its placement's (an own block's: the one it
+    follows)."""
+    return _FAMILIES[fix] if fix in _FAMILIES else _FAMILIES[base(fix)]
 DEPTH = "depth L (blocks)"
 BLOCK = "block l (0 = input)"
 
@@ -78,17 +87,17 @@ def _families(rows: list[Row], references=None):
     (a fix that is 0 somewhere on a log axis is left out and named in the legend), curves that
     lie on each other named in the legend. `references(ax, row)` draws theory lines and returns
     (handle, label) pairs."""
-    present = {FAMILY_OF[f] for row in rows for f in row.frame["fix"].unique()}
+    present = {family_of(f) for row in rows for f in row.frame["fix"].unique()}
     families = [f for f in FAMILIES if f in present]
     fig, axes = grid(len(rows), len(families), 2.5, 2.1)
     drawn, notes, extra = [], [], {}
     for r, row in enumerate(rows):
         for c, family in enumerate(families):
             ax = axes[r][c]
-            frame = row.frame[row.frame["fix"].map(FAMILY_OF) == family]
+            frame = row.frame[row.frame["fix"].map(family_of) == family]
             if row.log_y:
                 zero = frame.groupby("fix")["median"].transform(lambda m: (m <= 0).any())
-                notes += [f"not shown (0 at init): {FIX_LABELS[f]}"
+                notes += [f"not shown (0 at init): {fix_label(f)}"
                           for f in frame.loc[zero, "fix"].unique()]
                 frame = frame[~zero]
             drawn += curves(ax, frame, row.x, by="fix", style=FIX_STYLE)
@@ -152,7 +161,7 @@ def grad_readings(fits: pd.DataFrame):
         ax.set_xlabel("block gradient over (params: all; weights: matrices), loss")
         ax.set_ylabel("‖g_1‖ / ‖g_L‖")
         ax.set_title(f"L = {int(depth)}")
-    zero = [FIX_LABELS[f] for f in ZERO_BY_CONSTRUCTION if f in set(ratio["fix"])]
+    zero = [fix_label(f) for f in ZERO_BY_CONSTRUCTION if f in set(ratio["fix"])]
     notes = [f"{', '.join(zero)}: no weights reading (0/0)"] if zero else []
     legend(fig, [f for f in FIX_STYLE if f in drawn], FIX_STYLE, extra=balanced,
            notes=[*notes, spread_label(ratio)])
@@ -311,7 +320,7 @@ def carry(fits: pd.DataFrame):
     streams = pick(fits, quantity="stream_growth")
     for fix, what in (("resi_dual", "x_a (the stream)"), ("pre", "stream")):
         sub = streams[streams["fix"] == fix]
-        band(ax, sub, "depth", f"{FIX_LABELS[fix]} {what}", FIX_STYLE[fix]["color"], ls=":",
+        band(ax, sub, "depth", f"{fix_label(fix)} {what}", look(fix, FIX_STYLE)["color"], ls=":",
              marker=FIX_STYLE[fix]["marker"], ms=4)
     depths = np.sort(growth["depth"].unique())
     reference(ax, depths, np.sqrt(depths), "√L")
@@ -346,7 +355,7 @@ def width(fits: pd.DataFrame):
         frame = pick(at_depth, quantity=quantity)
         if log_y:
             zero = frame.groupby("fix")["median"].transform(lambda m: (m <= 0).any())
-            notes += [f"not shown (0 at init): {FIX_LABELS[f]}"
+            notes += [f"not shown (0 at init): {fix_label(f)}"
                       for f in frame.loc[zero, "fix"].unique()]
             frame = frame[~zero]
         drawn += curves(ax, frame, "d_model", by="fix", style=FIX_STYLE)

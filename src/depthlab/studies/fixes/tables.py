@@ -9,10 +9,25 @@ import pandas as pd
 
 from depthlab.analysis.select import pick
 from depthlab.analysis.tables import fmt, median_range, spread
-from depthlab.studies.fixes.fit import FIX_LABELS, FIX_ORDER, linear
+from depthlab.studies.fixes.fit import CALIBRATED, FIX_LABELS, linear
 from depthlab.vocabulary.inits import INIT_KINDS
 from depthlab.vocabulary.placements import PLACEMENTS
 from depthlab.vocabulary.settings import UPDATE_OPTIMIZERS, UPDATE_PARAMS
+from depthlab.vocabulary.variants import base, is_own, order
+from depthlab.vocabulary.variants import label as placement_label
+
+
+def fix_order(fits: pd.DataFrame) -> list[str]:
+    """The fixes of `fits` in the plotting order (fit.FIX_ORDER), each own block right after
+    the placement it follows (depthlab.vocabulary.variants)."""
+    present = set(fits["fix"].dropna()) if "fix" in fits else set()
+    return [*order(present - {CALIBRATED}), *([CALIBRATED] if CALIBRATED in present else [])]
+
+
+def fix_label(fix: str) -> str:
+    """A fix as a reader sees it: FIX_LABELS's, an own block's name ('make_block (own
+    block)')."""
+    return FIX_LABELS[fix] if fix in FIX_LABELS else placement_label(fix)
 
 # (quantity, column): the probes of the notes, one number per seed each (fit.QUANTITIES)
 PROBES = (
@@ -75,10 +90,10 @@ def probes_at_depth(fits: pd.DataFrame, depth: int) -> pd.DataFrame:
     of the arm (6..192 in the full study) are the same at every depth."""
     arms = sorted(set(fits["arm"]) - {a for a in fits["arm"].unique() if a.startswith("width")})
     rows = []
-    for fix in FIX_ORDER:
+    for fix in fix_order(fits):
         row = _row(fits, fix, arms, PROBES, depth=depth)
         if row is not None:
-            rows.append({"placement": FIX_LABELS[fix], **row})
+            rows.append({"placement": fix_label(fix), **row})
     return pd.DataFrame(rows)
 
 
@@ -100,14 +115,14 @@ def central(fits: pd.DataFrame) -> pd.DataFrame:
     arms = sorted(fits["arm"].unique())
     depths = sorted(pick(fits, quantity="model_update")["depth"].unique())
     rows = []
-    for fix in FIX_ORDER:
+    for fix in fix_order(fits):
         row = {}
         for depth in depths:
             probes = [(q, f"{column}, L = {int(depth)}") for q, column in CENTRAL]
             last = [UPDATE_EXPONENT] if depth == depths[-1] else []
             row.update(_row(fits, fix, arms, [*probes, *last], depth=depth) or {})
         if row:
-            rows.append({"placement": FIX_LABELS[fix], **row})
+            rows.append({"placement": fix_label(fix), **row})
     return pd.DataFrame(rows)
 
 
@@ -128,11 +143,11 @@ def grad_readings(fits: pd.DataFrame) -> pd.DataFrame:
     ratio, depths = reading_ratios(fits)
     rows = []
     for depth in depths:
-        for fix in FIX_ORDER:
+        for fix in fix_order(fits):
             cells = pick(ratio, fix=fix, depth=depth)
             if cells.empty:
                 continue
-            row = {"placement": FIX_LABELS[fix], "L": int(depth)}
+            row = {"placement": fix_label(fix), "L": int(depth)}
             for arm, label in GRAD_READINGS.items():
                 cell = cells[cells["arm"] == arm]
                 zero = fix in ZERO_BY_CONSTRUCTION and "weight" in label
@@ -158,7 +173,9 @@ def _init_name(fix: str, init: str) -> str:
     """The init a cell's weights come from: its placement's own (its paper's or its official
     code's) where it has one (it then runs with the setting torch_default), else the init
     setting's."""
-    return "its own" if PLACEMENTS[fix].own_init else INIT_KINDS[init].label
+    if is_own(fix):
+        return "the block's own"
+    return "its own" if PLACEMENTS[base(fix)].own_init else INIT_KINDS[init].label
 
 
 def init_axis(fits: pd.DataFrame) -> pd.DataFrame:
@@ -167,11 +184,11 @@ def init_axis(fits: pd.DataFrame) -> pd.DataFrame:
     reading does not apply (ReZero's weight matrices: 0/0 at init)."""
     rows = []
     for depth in sorted(fits["depth"].dropna().unique()):
-        for fix in FIX_ORDER:
+        for fix in fix_order(fits):
             mine = fits[(fits["fix"] == fix) & (fits["depth"] == depth)]
             for init in [i for i in INIT_KINDS if i in set(mine["init"])]:
                 for bias in sorted(set(mine.loc[mine["init"] == init, "bias"]), reverse=True):
-                    row = {"placement": FIX_LABELS[fix], "L": int(depth),
+                    row = {"placement": fix_label(fix), "L": int(depth),
                            "init": _init_name(fix, init), "biases": "on" if bias else "off"}
                     for quantity, grad_of, column in INIT_PROBES:
                         cell = pick(mine, quantity=quantity, init=init, bias=bias,
@@ -197,13 +214,13 @@ def width(fits: pd.DataFrame) -> pd.DataFrame:
     at_depth = fits[fits["depth"] == depth]
     probes = [(q, c) for q, c in PROBES if q not in ACROSS]
     rows = []
-    for fix in FIX_ORDER:
+    for fix in fix_order(fits):
         for d in sorted(at_depth.loc[at_depth["fix"] == fix, "d_model"].unique()):
             row = _row(at_depth, fix, sorted(at_depth["arm"].unique()), probes, depth=depth,
                        d_model=d)
             if row is not None:
                 heads = pick(at_depth, fix=fix, d_model=d)["heads"].iloc[0]
-                rows.append({"placement": FIX_LABELS[fix], "L": depth, "d": int(d),
+                rows.append({"placement": fix_label(fix), "L": depth, "d": int(d),
                              "heads": int(heads), **row})
     return pd.DataFrame(rows)
 
@@ -248,13 +265,13 @@ def update_response(fits: pd.DataFrame) -> pd.DataFrame:
     depths = sorted(response["depth"].unique())
     lrs = sorted(response["update_lr"].unique())
     rows = []
-    for fix, step, moved in itertools.product(FIX_ORDER, UPDATE_OPTIMIZERS, UPDATE_PARAMS):
+    for fix, step, moved in itertools.product(fix_order(fits), UPDATE_OPTIMIZERS, UPDATE_PARAMS):
         for i, lr in enumerate(lrs):
             curve = pick(response, fix=fix, update_optimizer=step, update_params=moved,
                          update_lr=lr)
             if curve.empty:
                 continue
-            row = {"placement": FIX_LABELS[fix], "first step": STEP_NAMES[step],
+            row = {"placement": fix_label(fix), "first step": STEP_NAMES[step],
                    "moves": MOVED_NAMES[moved], "η": lr}
             for depth in depths:
                 cell = curve[curve["depth"] == depth]

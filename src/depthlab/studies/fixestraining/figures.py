@@ -19,11 +19,14 @@ from depthlab.analysis.style import (
     grid,
     legend,
     log_scale,
+    look,
     spread_label,
     steps_axis,
 )
 from depthlab.studies.fixestraining.rates import at_shared_rate, best_rates, swept
-from depthlab.vocabulary.placements import COLORS, FAMILIES, LABELS, ORDER, PLACEMENTS
+from depthlab.vocabulary.placements import FAMILIES, PLACEMENTS
+from depthlab.vocabulary.variants import base, order
+from depthlab.vocabulary.variants import label as placement_label
 
 WARMUP_DASHES = ("", (4, 1.5), (1, 1), (4, 1, 1, 1))  # solid, dashed, dotted, dash-dot
 
@@ -52,7 +55,7 @@ def loss(fits: pd.DataFrame):
     train = pick(fits, quantity="train_loss")
     val = pick(fits, quantity="val_loss")
     entropy = unigram_entropy(fits)
-    placements = [p for p in ORDER if p in set(train["placement"])]
+    placements = order(set(train["placement"]))
     warmups = _warmups(train)
     cols = min(3, len(placements))
     rows = int(np.ceil(len(placements) / cols))
@@ -66,16 +69,16 @@ def loss(fits: pd.DataFrame):
             t = pick(train, **where).sort_values("step")
             line = sns.lineplot(x=t["step"].to_numpy(),
                                 y=t["median"].rolling(10, min_periods=1).median().to_numpy(),
-                                color=COLORS[placement], lw=0.9, ax=ax, legend=False)
+                                color=look(placement)["color"], lw=0.9, ax=ax, legend=False)
             if dashes:
                 line.lines[-1].set_dashes(dashes)
             v = pick(val, **where).sort_values("step")
             ax.errorbar(v["step"], v["median"], [v["median"] - v["min"], v["max"] - v["median"]],
-                        marker=PLACEMENTS[placement].marker, ls="none", color=COLORS[placement],
+                        marker=look(placement)["marker"], ls="none", color=look(placement)["color"],
                         mfc="white" if i else None, ms=3, lw=0.8)
         ax.axhline(entropy, color="grey", lw=0.8, ls="-.")
         depth = int(pick(train, placement=placement)["depth"].iloc[0])
-        ax.set_title(f"{LABELS[placement]}, L = {depth}")
+        ax.set_title(f"{placement_label(placement)}, L = {depth}")
         ax.set_xlabel("step")
         ax.set_ylabel("loss (nats/char)")
         ax.label_outer()
@@ -101,7 +104,7 @@ def probes(fits: pd.DataFrame):
     fits = at_shared_rate(fits)
     warmups = _warmups(pick(fits, quantity="grad_ratio"))
     present = set(fits["placement"])
-    families = [f for f in FAMILIES if any(PLACEMENTS[p].family == f for p in present)]
+    families = [f for f in FAMILIES if any(PLACEMENTS[base(p)].family == f for p in present)]
     fig, axes = grid(len(PROBES), len(families), 2.4, 1.8, sharex=True, sharey="row")
     drawn = []
     for r, quantity in enumerate(PROBES):
@@ -109,7 +112,7 @@ def probes(fits: pd.DataFrame):
         for c, family in enumerate(families):
             ax = axes[r][c]
             frame = pick(fits, quantity=quantity)
-            frame = frame[frame["placement"].map(lambda p: PLACEMENTS[p].family) == family]
+            frame = frame[frame["placement"].map(lambda p: PLACEMENTS[base(p)].family) == family]
             if log_y:
                 frame = frame[frame["median"] > 0]
             for i, warmup in enumerate(warmups):
@@ -126,7 +129,7 @@ def probes(fits: pd.DataFrame):
             ax.set_ylabel(label)
             ax.set_xlabel("step")
             ax.label_outer()
-    legend(fig, [p for p in ORDER if p in drawn],
+    legend(fig, order(drawn),
            extra=_warmup_handles(warmups), notes=[
                f"{spread_label(pick(fits, quantity=PROBES[0]))}; probe batch of the "
                "validation split"])
@@ -146,7 +149,8 @@ def lr_sweep(fits: pd.DataFrame):
     for ax, warmup in zip(axes[0], warmups, strict=True):
         drawn += curves(ax, pick(cells, warmup_steps=warmup), "lr", spread=("min", "mean", "max"))
         for row in pick(best, warmup_steps=warmup).itertuples():
-            ax.plot(row.lr, row.mean, "o", ms=9, mfc="none", mec=COLORS[row.placement], mew=1)
+            ax.plot(row.lr, row.mean, "o", ms=9, mfc="none", mec=look(row.placement)["color"],
+                    mew=1)
         ax.axhline(entropy, color="grey", lw=0.8, ls="-.")
         log_scale(ax, "x")
         depth = int(cells["depth"].iloc[0])
@@ -155,7 +159,7 @@ def lr_sweep(fits: pd.DataFrame):
         ax.set_ylabel(f"val loss at step {int(cells['step'].max())} (nats/char)")
         ax.label_outer()
     n = int(cells["n_seeds"].max())
-    legend(fig, [p for p in ORDER if p in drawn], extra=[
+    legend(fig, order(drawn), extra=[
         (Line2D([], [], color="black", marker="o", ms=9, mfc="none", ls="none"),
          "each placement's best recipe (lowest mean)"),
         (Line2D([], [], color="grey", ls="-.", lw=0.8), "unigram entropy of the corpus"),

@@ -11,7 +11,7 @@ from depthlab.analysis.select import pick
 from depthlab.analysis.stats import t_interval
 from depthlab.analysis.tables import fmt, mean_interval, median_range, spread
 from depthlab.studies.fixestraining.rates import at_shared_rate, best_rates, reported, swept
-from depthlab.vocabulary.placements import LABELS, ORDER
+from depthlab.vocabulary.variants import label, order
 
 # the probes shown at step 0 and at the end (fit.DERIVED)
 SHOWN = (
@@ -39,7 +39,7 @@ def summary(fits: pd.DataFrame) -> pd.DataFrame:
     end = int(val["step"].max())
     final = val[val["step"] == end]
     rows = []
-    for placement in [p for p in ORDER if p in set(final["placement"])]:
+    for placement in order(set(final["placement"])):
         for warmup in sorted(final["warmup_steps"].unique()):
             where = {"placement": placement, "warmup_steps": warmup}
             loss = pick(final, **where)
@@ -47,7 +47,7 @@ def summary(fits: pd.DataFrame) -> pd.DataFrame:
                 continue
             loss = loss.iloc[0]
             other = final[(final["placement"] == placement) & (final["warmup_steps"] != warmup)]
-            row = {"placement": LABELS[placement], "L": int(loss["depth"]),
+            row = {"placement": label(placement), "L": int(loss["depth"]),
                    "warmup steps": int(warmup),
                    f"val loss at step {end} (nats/char)": loss["median"],
                    "seed range": spread(loss["min"], loss["max"]),
@@ -80,12 +80,12 @@ def ranking(fits: pd.DataFrame) -> pd.DataFrame:
         cells = list(arm.itertuples())
         for rank, (a, b) in enumerate(zip(cells, [*cells[1:], None], strict=True), 1):
             row = {"warmup steps": int(warmup), "rank": rank,
-                   "placement": LABELS[a.placement],
+                   "placement": label(a.placement),
                    "val loss (nats/char)": median_range(pd.Series(a._asdict()))}
             if b is not None:
                 diff = np.array(b.seed_values) - np.array(a.seed_values)
                 lo, hi = t_interval(diff)
-                row.update({"next": LABELS[b.placement],
+                row.update({"next": label(b.placement),
                             "gap to next, per-seed [95% t]": f"{fmt(float(np.median(diff)))} "
                             f"[{fmt(lo)}, {fmt(hi)}]",
                             "resolved (interval > 0)": "yes" if lo > 0 else "no",
@@ -117,11 +117,11 @@ def sweep(fits: pd.DataFrame) -> pd.DataFrame:
     entropy = unigram_entropy(fits)
     best = {b.placement: (b.warmup_steps, b.lr) for b in best_rates(cells).itertuples()}
     rows = []
-    for placement in [p for p in ORDER if p in set(cells["placement"])]:
+    for placement in order(set(cells["placement"])):
         for row in pick(cells, placement=placement).sort_values(["warmup_steps", "lr"]).to_dict(
                 "records"):
             rows.append({
-                "placement": LABELS[placement], "L": int(row["depth"]),
+                "placement": label(placement), "L": int(row["depth"]),
                 "warmup steps": int(row["warmup_steps"]), "learning rate": fmt(row["lr"]),
                 f"val loss at step {int(row['step'])}, mean [95% t]": mean_interval(row),
                 "seed range": spread(row["min"], row["max"]),
@@ -148,7 +148,7 @@ def best_rate_ranking(fits: pd.DataFrame) -> pd.DataFrame:
     pre = next((r for r in ranked if r["placement"] == "pre"), None)
     rows = []
     for rank, (a, b) in enumerate(zip(ranked, [*ranked[1:], None], strict=True), 1):
-        row = {"rank": rank, "placement": LABELS[a["placement"]],
+        row = {"rank": rank, "placement": label(a["placement"]),
                "warmup steps": int(a["warmup_steps"]), "best rate": fmt(a["lr"]),
                "rates swept": ", ".join(fmt(r) for r in a["rates"]),
                "warmups swept": ", ".join(str(w) for w in a["warmups"]),
@@ -161,7 +161,7 @@ def best_rate_ranking(fits: pd.DataFrame) -> pd.DataFrame:
             row["minus Pre-LN, per seed [95% t]"] = f"{fmt(mean)} {spread(lo, hi)}"
         if b is not None:
             mean, lo, hi = _paired(a, b)
-            row.update({"next": LABELS[b["placement"]],
+            row.update({"next": label(b["placement"]),
                         "gap to next, per seed [95% t]": f"{fmt(mean)} {spread(lo, hi)}",
                         "resolved (interval > 0)": "yes" if lo > 0 else "no"})
         rows.append(row)

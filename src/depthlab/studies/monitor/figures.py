@@ -17,7 +17,8 @@ from depthlab.analysis.style import (
     ylabel,
 )
 from depthlab.studies.monitor.fit import one_final_norm
-from depthlab.vocabulary.placements import LABELS, ORDER, color
+from depthlab.vocabulary.placements import color
+from depthlab.vocabulary.variants import label, order
 
 
 def stream_norm_by_block(fits: pd.DataFrame):
@@ -25,7 +26,7 @@ def stream_norm_by_block(fits: pd.DataFrame):
     panel per placement, a line per depth, median and seed range, log scale. Seed i draws the
     same first blocks at every depth, so shorter stacks lie under the deepest one."""
     rms = one_final_norm(pick(fits, quantity="stream_rms"))
-    placements = [p for p in ORDER if p in set(rms["placement"])]
+    placements = order(set(rms["placement"]))
     depths = sorted(rms["depth"].unique())
     fig, axes = grid(1, len(placements), 2.4, 2.4, sharey=True)
     for ax, placement in zip(axes[0], placements, strict=True):
@@ -33,7 +34,7 @@ def stream_norm_by_block(fits: pd.DataFrame):
         for i, depth in enumerate(depths):
             band(ax, sub[sub["depth"] == depth], "layer", f"L = {int(depth)}", color(i))
         log_scale(ax, "y")
-        ax.set_title(LABELS[placement])
+        ax.set_title(label(placement))
         ax.set_xlabel("block l (0 = input)")
     ylabel(axes[0][0], "stream RMS √mean(x_l²)\n(input-sd units)", rms)
     legend(fig, [], extra=[(Line2D([], [], color=color(i)), f"L = {int(d)}")
@@ -71,5 +72,5 @@ def branch_to_stream_ratio(fits: pd.DataFrame):
         if SUBLAYER_DASHES[sublayer]:
             line.set_dashes(SUBLAYER_DASHES[sublayer])
         extra.append((line, names[sublayer]))
-    legend(fig, [p for p in ORDER if p in drawn], extra=extra)
+    legend(fig, order(drawn), extra=extra)
     return fig

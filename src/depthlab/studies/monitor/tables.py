@@ -7,7 +7,7 @@ import pandas as pd
 from depthlab.analysis.select import pick
 from depthlab.analysis.tables import spread
 from depthlab.studies.monitor.fit import one_final_norm
-from depthlab.vocabulary.placements import LABELS, ORDER
+from depthlab.vocabulary.variants import label, order
 
 
 def head_input_scale(fits: pd.DataFrame) -> pd.DataFrame:
@@ -16,12 +16,12 @@ def head_input_scale(fits: pd.DataFrame) -> pd.DataFrame:
     head = pick(fits, quantity="head_input_sd")
     growth = one_final_norm(pick(fits, quantity="stream_rms_growth"))
     rows = []
-    for placement in [p for p in ORDER if p in set(head["placement"])]:
+    for placement in order(set(head["placement"])):
         for depth in sorted(head["depth"].unique()):
             cell = head[(head["placement"] == placement) & (head["depth"] == depth)]
             if cell.empty:
                 continue
-            row = {"placement": LABELS[placement], "L": int(depth)}
+            row = {"placement": label(placement), "L": int(depth)}
             g = growth[(growth["placement"] == placement) & (growth["depth"] == depth)]
             row["stream rms(x_L) / rms(x_0)"] = g["median"].iloc[0]
             for final_norm, r in cell.set_index("final_norm").sort_index(

@@ -8,7 +8,7 @@ import pandas as pd
 from depthlab.analysis.select import pick
 from depthlab.analysis.tables import mean_interval, median_range
 from depthlab.studies.scale.fit import deepest
-from depthlab.vocabulary.placements import LABELS, ORDER
+from depthlab.vocabulary.variants import label, order
 
 SHOWN_ENDS = (32, 128, 512, 1024)  # the octave ends a table shows, where present (else all)
 GRAD_READING = {"params": "all parameters", "weights": "weight matrices"}
@@ -21,9 +21,9 @@ def local_exponents(fits: pd.DataFrame) -> pd.DataFrame:
     deep = deepest(fits, "depth")
     ends = sorted(pick(deep, quantity="stream_local_exponent")["layer"].unique())
     rows = []
-    for placement in [p for p in ORDER if p in set(deep["placement"])]:
+    for placement in order(set(deep["placement"])):
         for end in [e for e in ends if e in SHOWN_ENDS] or ends:
-            row = {"placement": LABELS[placement], "octave (blocks)": f"{int(end) // 2}–{int(end)}"}
+            row = {"placement": label(placement), "octave (blocks)": f"{int(end) // 2}–{int(end)}"}
             for quantity, column in (("stream_local_exponent", "stream exponent"),
                                      ("stream_local_prediction", "sqrt(V_0 + l σ²) exponent"),
                                      ("omega_local_slope", "ω slope")):
@@ -44,10 +44,10 @@ def grad_ratio_by_depth(fits: pd.DataFrame) -> pd.DataFrame:
                                                              sort=True):
         local = pick(fits, quantity="grad_ratio_local_exponent", placement=placement,
                      grad_of=grad_of, depth=depth)
-        rows.append({"placement": LABELS[placement], "gradient": GRAD_READING[grad_of],
+        rows.append({"placement": label(placement), "gradient": GRAD_READING[grad_of],
                      "L": int(depth), "‖g_1‖/‖g_L‖": median_range(cell.iloc[0]),
                      "local exponent vs L": mean_interval(local.iloc[0]) if len(local) else "—",
-                     "_order": ORDER.index(placement)})
+                     "_order": order(ratios["placement"]).index(placement)})
     frame = pd.DataFrame(rows)
     if frame.empty:
         return frame

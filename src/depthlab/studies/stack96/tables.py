@@ -7,7 +7,7 @@ import pandas as pd
 
 from depthlab.analysis.select import pick, pick_one
 from depthlab.analysis.tables import spread
-from depthlab.vocabulary.placements import LABELS, ORDER
+from depthlab.vocabulary.variants import label, order
 
 
 def twenty_layers(fits: pd.DataFrame, single_depth: int = 20) -> pd.DataFrame:
@@ -15,7 +15,7 @@ def twenty_layers(fits: pd.DataFrame, single_depth: int = 20) -> pd.DataFrame:
     across seeds with its seed range, per placement, at one depth (the note's L = 20)."""
     depth = single_depth
     rows = []
-    for placement in ORDER:
+    for placement in order(fits["placement"].dropna()):
         grads = pick(fits, quantity="grad_norm", arm="grad", placement=placement, depth=depth)
         ratio = pick(fits, quantity="grad_ratio", arm="grad", placement=placement, depth=depth)
         if grads.empty:
@@ -24,7 +24,7 @@ def twenty_layers(fits: pd.DataFrame, single_depth: int = 20) -> pd.DataFrame:
         last = grads.loc[grads["layer"] == depth, "seed0"].iloc[0]
         r = ratio.iloc[0]
         rows.append({
-            "placement": LABELS[placement],
+            "placement": label(placement),
             "layer 1 grad (seed 0)": first,
             f"layer {depth} grad (seed 0)": last,
             "ratio (seed 0)": r["seed0"],
@@ -43,11 +43,11 @@ def grad_ratio_by_depth(fits: pd.DataFrame, arm: str = "grad",
     rows = []
     for depth in depths:
         row = {"L": int(depth)}
-        for placement in ORDER:
+        for placement in order(ratio["placement"]):
             r = ratio[(ratio["depth"] == depth) & (ratio["placement"] == placement)]
             if r.empty:
                 continue
-            name = LABELS[placement]
+            name = label(placement)
             row[name] = r["median"].iloc[0]
             row[f"{name} seed range"] = spread(r["min"].iloc[0], r["max"].iloc[0])
         rows.append(row)
@@ -115,11 +115,11 @@ def grad_ratio_sensitivity(fits: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for variant, sub in ratio.groupby("variant", sort=False):
         row = {"variant": variant}
-        for placement in ORDER:
+        for placement in order(ratio["placement"]):
             for depth in depths:
                 r = sub[(sub["placement"] == placement) & (sub["depth"] == depth)]
                 if not r.empty:
-                    row[f"{LABELS[placement]} L={int(depth)}"] = r["median"].iloc[0]
+                    row[f"{label(placement)} L={int(depth)}"] = r["median"].iloc[0]
         rows.append(row)
     table = pd.DataFrame(rows)
     first = table["variant"] == "baseline"

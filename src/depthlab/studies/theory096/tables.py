@@ -11,7 +11,7 @@ from depthlab.analysis.select import pick
 from depthlab.analysis.stats import ols_slope
 from depthlab.analysis.tables import fmt, ranges, spread
 from depthlab.studies.theory096.fit import NOTE_K
-from depthlab.vocabulary.placements import PLACEMENTS
+from depthlab.vocabulary.variants import label
 
 
 def cell_name(arm: str, placement: str, out_scale: float) -> str:
@@ -20,7 +20,7 @@ def cell_name(arm: str, placement: str, out_scale: float) -> str:
     scale = f"output scale {out_scale:g}"
     if placement == "pre":
         return scale
-    return f"{arm}: {PLACEMENTS[placement].label}" + ("" if out_scale == 1 else f", {scale}")
+    return f"{arm}: {label(placement)}" + ("" if out_scale == 1 else f", {scale}")
 
 
 def deepest(fits: pd.DataFrame, quantity: str) -> pd.DataFrame:

@@ -9,8 +9,9 @@ import pandas as pd
 from depthlab.analysis.omega import formula_abs
 from depthlab.analysis.profiles import unigram_entropy
 from depthlab.analysis.select import pick
-from depthlab.analysis.style import band, grid, legend, log_scale, steps_axis, ylabel
-from depthlab.vocabulary.placements import COLORS, LABELS, MARKERS, ORDER
+from depthlab.analysis.style import band, grid, legend, log_scale, look, steps_axis, ylabel
+from depthlab.vocabulary.variants import label as placement_label
+from depthlab.vocabulary.variants import order
 
 NAMES = {"delta_attn": "attention increment", "delta_mlp": "MLP increment"}  # for readers
 WARMUP_STYLES = ("-", "--", ":", "-.")
@@ -65,7 +66,7 @@ def _by_checkpoint(fits: pd.DataFrame, quantities: list[str], placements: list[s
                 log_scale(ax, "y")
             if log_x:
                 log_scale(ax, "x")
-            ax.set_title(f"{LABELS[placement]}, L = {depth}, warmup {warmup}",
+            ax.set_title(f"{placement_label(placement)}, L = {depth}, warmup {warmup}",
                          fontsize=8)
             ax.set_ylabel(label.format(quantity=NAMES.get(quantity, quantity)))
             ax.set_xlabel("layer")
@@ -93,7 +94,7 @@ def loss(fits: pd.DataFrame):
     train = pick(_normed(fits), quantity="train_loss")
     val = pick(_normed(fits), quantity="val_loss")
     entropy = unigram_entropy(fits)
-    placements = [p for p in ORDER if p in set(train["placement"])]
+    placements = order(set(train["placement"]))
     depths = sorted(train["depth"].unique())
     warmups = sorted(train["warmup_steps"].unique())
     fig, axes = _grid(len(placements), len(depths), size=(3.6, 2.8))
@@ -106,12 +107,12 @@ def loss(fits: pd.DataFrame):
                 t = pick(train, quantity="train_loss", **where).sort_values("step")
                 smooth = t["median"].rolling(10, min_periods=1).median()
                 band(ax, t.assign(median=smooth, min=smooth, max=smooth), "step",
-                     f"train, warmup {int(warmup)}", COLORS[placement], ls=style, lw=0.8)
+                     f"train, warmup {int(warmup)}", look(placement)["color"], ls=style, lw=0.8)
                 v = pick(val, quantity="val_loss", **where).sort_values("step")
                 band(ax, v, "step", f"validation, warmup {int(warmup)}", "black", ls=style,
                      lw=0.8, marker="o", ms=2.5)
             ax.axhline(entropy, color="grey", lw=0.8, ls="-.", label="unigram entropy")
-            ax.set_title(f"{LABELS[placement]}, L = {int(depth)}", fontsize=8)
+            ax.set_title(f"{placement_label(placement)}, L = {int(depth)}", fontsize=8)
             ax.set_ylabel("loss (nats/char)")
             ax.set_xlabel("step")
             ax.label_outer()
@@ -129,14 +130,14 @@ def grad_ratio(fits: pd.DataFrame):
     warmups = sorted(ratio["warmup_steps"].unique())
     fig, axes = _grid(1, len(depths), size=(3.8, 3.2))
     for ax, depth in zip(axes[0], depths, strict=True):
-        for placement in ORDER:
+        for placement in order(ratio["placement"]):
             for i, warmup in enumerate(warmups):
                 sub = pick(ratio, quantity="grad_ratio", depth=depth, placement=placement,
                          warmup_steps=warmup)
                 if not sub.empty:
-                    band(ax, sub, "step", f"{LABELS[placement]}, warmup {int(warmup)}",
-                         COLORS[placement], ls=WARMUP_STYLES[i % len(WARMUP_STYLES)],
-                         marker=MARKERS[placement], ms=3.5)
+                    band(ax, sub, "step", f"{placement_label(placement)}, warmup {int(warmup)}",
+                         look(placement)["color"], ls=WARMUP_STYLES[i % len(WARMUP_STYLES)],
+                         marker=look(placement)["marker"], ms=3.5)
         ax.axhline(1, color="grey", lw=0.8, ls="--")
         steps_axis(ax)
         log_scale(ax, "y")
@@ -150,7 +151,7 @@ def grad_ratio(fits: pd.DataFrame):
 
 def stream_growth(fits: pd.DataFrame):
     """Residual-stream sd after each block (layer 0 = the embedding) at each checkpoint."""
-    return _by_checkpoint(fits, ["stream_sd"], list(LABELS), "stream sd",
+    return _by_checkpoint(fits, ["stream_sd"], order(fits["placement"]), "stream sd",
                           "Residual-stream sd by layer at each checkpoint")
 
 
@@ -165,7 +166,7 @@ def increments(fits: pd.DataFrame):
 def omega(fits: pd.DataFrame):
     """Mean |LN(x_k) - LN(x_k-1)| per coordinate by block k at each checkpoint, log-log, against
     theory096's E|D_k| = omega_k sqrt(2/pi) (input counted as term 0)."""
-    return _by_checkpoint(fits, ["omega_abs"], list(LABELS), "mean |ΔLN(x)| per coord",
+    return _by_checkpoint(fits, ["omega_abs"], order(fits["placement"]), "mean |ΔLN(x)| per coord",
                           "Change of the normalised state by block at each checkpoint",
                           log_x=True, reference=formula_abs,
                           reference_label="ω_k·√(2/π), k = block")

@@ -9,7 +9,7 @@ from depthlab.analysis.profiles import unigram_entropy
 from depthlab.analysis.select import pick
 from depthlab.analysis.tables import spread
 from depthlab.studies.training.fit import SUMMARIES, deviation
-from depthlab.vocabulary.placements import LABELS
+from depthlab.vocabulary.variants import label
 
 
 def verdict(name: str, init: pd.Series, end: pd.Series, tol: float) -> tuple[float, str]:
@@ -51,7 +51,7 @@ def summary(fits: pd.DataFrame, preserved_within: float = 0.2) -> pd.DataFrame:
     entropy = unigram_entropy(fits)
     for (placement, depth, warmup, final_norm), _ in pick(fits, quantity="val_loss").groupby(
             ["placement", "depth", "warmup_steps", "final_norm"]):
-        base = {"placement": LABELS[placement], "L": int(depth),
+        base = {"placement": label(placement), "L": int(depth),
                 "warmup steps": int(warmup), "final norm": final_norm}
         where = {"placement": placement, "depth": depth, "warmup_steps": warmup,
                  "final_norm": final_norm}

@@ -15,6 +15,8 @@ from depthlab.analysis.style import CI, band, grid, legend, ylabel
 from depthlab.studies.varsplit.tables import SCHEME_NAMES, alpha_of, cells
 from depthlab.vocabulary.inits import INIT_KINDS
 from depthlab.vocabulary.placements import color
+from depthlab.vocabulary.variants import label as placement_label
+from depthlab.vocabulary.variants import own_key
 
 # the two sublayers' look: (label, colour, marker) from the colour-blind palette
 BRANCHES = {"attn": ("attention", color(3), "o"), "mlp": ("MLP", color(0), "s")}
@@ -27,6 +29,8 @@ def _curve(fits: pd.DataFrame, cell: pd.Series, quantity: str) -> pd.DataFrame:
 
 
 def _title(cell: pd.Series) -> str:
+    if cell.get("block"):  # an own block: its name, not an init it may not read
+        return f"{placement_label(own_key('pre', cell['block']))}, L = {int(cell['depth'])}"
     return f"{INIT_KINDS[cell['init']].label} init, L = {int(cell['depth'])}"
 
 

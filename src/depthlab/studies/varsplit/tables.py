@@ -7,6 +7,7 @@ import pandas as pd
 
 from depthlab.analysis.select import pick, pick_one
 from depthlab.analysis.tables import spread
+from depthlab.vocabulary.variants import ignored
 
 SCHEME_NAMES = {
     "none": "none (alpha = 1)",
@@ -23,11 +24,17 @@ def cells(fits: pd.DataFrame, schemes: tuple[str, ...] | None = None) -> pd.Data
     """One row per measured cell (arm, label) with its settings and scheme, in scheme order."""
     keys = ["arm", "label", "scheme", "init", "depth", "residual_scale", "out_scale",
             "skip_scale"]
-    out = fits.drop_duplicates(["arm", "label"])[keys]
+    out = fits.drop_duplicates(["arm", "label"])[keys + (["block"] if "block" in fits else [])]
     if schemes is not None:
         out = out[out["scheme"].isin(schemes)]
     order = out["scheme"].map(SCHEME_ORDER.index)
     return out.assign(_o=order).sort_values(["_o", "arm", "label"]).drop(columns="_o")
+
+
+def init_of(cell: pd.Series) -> str:
+    """A cell's init as its rows are labelled: an own block's (column `block`) says that it is
+    only given the setting (depthlab.vocabulary.variants.ignored)."""
+    return ignored("init", cell.get("block", "") or "", cell["init"])
 
 
 def get(fits: pd.DataFrame, cell: pd.Series, quantity: str, **where) -> pd.Series:
@@ -72,7 +79,7 @@ def increment_slopes(fits: pd.DataFrame) -> pd.DataFrame:
             "layer")["mean"]
         mlp, attn, v, link = q("slope_mlp"), q("slope_attn"), q("v_ratio"), q("link_r")
         rows.append({
-            "init": c["init"],
+            "init": init_of(c),
             "L": depth,
             "seeds": int(mlp["n_seeds"]),
             "MLP slope": mlp["mean"],
@@ -104,7 +111,7 @@ def contribution_ratio(fits: pd.DataFrame) -> pd.DataFrame:
         deep_layer = int(of_means["layer"])
         cross = pick(fits, arm=c["arm"], label=c["label"], quantity="crossover")
         rows.append({
-            "init": c["init"],
+            "init": init_of(c),
             "L": int(c["depth"]),
             "layer 1 MLP/attn (ratio of means)":
                 get(fits, c, "ratio_first_of_means")["mean"],

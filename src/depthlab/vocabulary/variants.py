@@ -1,0 +1,135 @@
+"""An own block (setting `block`, depthlab.core.own_block) as a variant of its own in every table,
+figure and caption: never under the label of the built-in placement it follows.
+
+The fits carry a cell's placement, not its block; `with_blocks` rewrites the `placement` (and
+the fixes study's `fix`) of the rows of each arm measured with an own block into a key of its
+own, `<placement>@<module:function>`, before a table or figure is drawn (depthlab.analysis.draw).
+Light (no pandas import): the Snakefile's catalogue writes the captions with it at parse time.
+Every table and figure then labels, orders and styles a placement key through `label`,
+`order`, `base` and `own_style` here: a built-in placement as the registry has it, an own block
+by its factory's name, "make_parallel (own block)", drawn in a colour, marker and dash of its
+own (greys and black: no placement of the registry is grey).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from depthlab.vocabulary.placements import LABELS, ORDER
+
+OWN = "@"  # in a placement key: <placement>@<module:function>
+OWN_SUFFIX = " (own block)"
+# own blocks' looks, one after another: black and greys (the registry's colours are hues),
+# markers and dashes no placement of the registry uses
+OWN_COLORS = ("black", "0.45", "0.65", "0.3")
+OWN_MARKERS = ("X", "P", "*", "h")
+OWN_DASHES = ((3, 1.5), (1, 1), (5, 1, 1, 1), (2, 2))
+
+
+def own_key(placement: str, block: str) -> str:
+    """The placement key of a cell of own block `block` (module:function) that follows
+    `placement`; the placement itself where `block` is empty (the built-in block)."""
+    return f"{placement}{OWN}{block}" if block else placement
+
+
+def is_own(key: str) -> bool:
+    return OWN in str(key)
+
+
+def base(key: str) -> str:
+    """The built-in placement a key follows (its final norm, its telescoping)."""
+    return str(key).partition(OWN)[0]
+
+
+def block_of(key: str) -> str:
+    """The own block (module:function) of a key, '' for a built-in placement."""
+    return str(key).partition(OWN)[2]
+
+
+def block_name(block: str) -> str:
+    """An own block's name in tables, legends and captions: its factory's, 'make_parallel'."""
+    return block.rpartition(":")[2] or block
+
+
+def label(key: str) -> str:
+    """A placement key as a reader sees it: the registry's label of a built-in placement
+    ('Pre-LN'), an own block's factory name ('make_parallel (own block)')."""
+    return f"{block_name(block_of(key))}{OWN_SUFFIX}" if is_own(key) else LABELS[key]
+
+
+def order(keys: Iterable[str]) -> list[str]:
+    """The keys present, in the registry's order, each own block right after the placement it
+    follows (own blocks of one placement by name)."""
+    present = set(keys)
+    out = []
+    for placement in ORDER:
+        if placement in present:
+            out.append(placement)
+        out += sorted(k for k in present if is_own(k) and base(k) == placement)
+    return out
+
+
+def own_style(keys: Iterable[str]) -> dict[str, dict]:
+    """The look of each own block among `keys` (label, colour, marker, dashes), one of
+    OWN_COLORS, OWN_MARKERS and OWN_DASHES each, in `order`."""
+    own = [k for k in order(keys) if is_own(k)]
+    return {k: {"label": label(k), "color": OWN_COLORS[i % len(OWN_COLORS)],
+                "marker": OWN_MARKERS[i % len(OWN_MARKERS)],
+                "dashes": OWN_DASHES[i % len(OWN_DASHES)]} for i, k in enumerate(own)}
+
+
+def with_blocks(fits, blocks: Mapping[str, str] | None):
+    """`fits` (a DataFrame) with the placement key (`own_key`) of each arm measured with an own
+    block (`blocks`: arm -> module:function, the arms of the built-in block left out) in its
+    `placement` column, and in `fix` where that is the placement (the fixes study); and each
+    row's block in a column `block` ('' for the built-in)."""
+    if not blocks or "arm" not in fits:
+        return fits
+    fits = fits.copy()
+    rows = fits["arm"].isin(list(blocks))
+    if not rows.any():
+        return fits
+    # the block itself, for a study whose fits name no placement (varsplit's: Pre-LN only)
+    fits["block"] = [blocks.get(a, "") for a in fits["arm"]]
+    if "placement" not in fits:
+        return fits
+    arms, placements = fits.loc[rows, "arm"], fits.loc[rows, "placement"].astype(str)
+    keys = [own_key(p, blocks[a]) for a, p in zip(arms, placements, strict=True)]
+    if "fix" in fits:
+        same = rows & (fits["fix"].astype(str) == fits["placement"].astype(str))
+        fits["fix"] = fits["fix"].astype(object)
+        fits.loc[same, "fix"] = [own_key(p, blocks[a]) for a, p in zip(
+            fits.loc[same, "arm"], fits.loc[same, "placement"].astype(str), strict=True)]
+    fits["placement"] = fits["placement"].astype(object)
+    fits.loc[rows, "placement"] = keys
+    return fits
+
+
+def caption_note(blocks: Mapping[str, str],
+                 placements: Mapping[str, Iterable[str]] | None = None) -> str:
+    """The sentence a report caption ends with where a target reads own blocks: each block's
+    name, module:function, the arms measured with it and the placements whose final norm it
+    follows (`placements`: arm -> placements); '' where it reads none."""
+    if not blocks:
+        return ""
+    by_block: dict[str, list[str]] = {}
+    for arm, block in blocks.items():
+        by_block.setdefault(block, []).append(arm)
+    parts = []
+    for block, arms in by_block.items():
+        follows = [p for p in ORDER if any(p in (placements or {}).get(a, ()) for a in arms)]
+        after = (f", following the final norm of {', '.join(LABELS[p] for p in follows)}"
+                 if follows else "")
+        parts.append(f"{block_name(block)} ({block}; arm {', '.join(arms)}{after})")
+    return ("Own blocks, labelled by name and never as the built-in placement they follow: "
+            + "; ".join(parts) + ".")
+
+
+def ignored(setting: str, block: str, value) -> str:
+    """A setting's value in a table row of an own block: depthlab applies `init`, `out_scale`,
+    `residual_scale`, `skip_scale`, `bias` (and the other settings of its built-in blocks) to
+    its own blocks only; an own block's factory is handed them and may read them or not, so
+    rows of one block that differ only in one of them may be the same model."""
+    if not block:
+        return value
+    return f"{value} (given to {block_name(block)}, which may ignore it)"
