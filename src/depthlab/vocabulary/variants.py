@@ -93,15 +93,15 @@ def with_blocks(fits, blocks: Mapping[str, str] | None):
     fits["block"] = [blocks.get(a, "") for a in fits["arm"]]
     if "placement" not in fits:
         return fits
-    arms, placements = fits.loc[rows, "arm"], fits.loc[rows, "placement"].astype(str)
-    keys = [own_key(p, blocks[a]) for a, p in zip(arms, placements, strict=True)]
+    # each own block's row's key, by row index, computed once for both columns
+    keys = {i: own_key(str(p), blocks[a]) for i, a, p in zip(
+        fits.index[rows], fits.loc[rows, "arm"], fits.loc[rows, "placement"], strict=True)}
     if "fix" in fits:
         same = rows & (fits["fix"].astype(str) == fits["placement"].astype(str))
         fits["fix"] = fits["fix"].astype(object)
-        fits.loc[same, "fix"] = [own_key(p, blocks[a]) for a, p in zip(
-            fits.loc[same, "arm"], fits.loc[same, "placement"].astype(str), strict=True)]
+        fits.loc[same, "fix"] = [keys[i] for i in fits.index[same]]
     fits["placement"] = fits["placement"].astype(object)
-    fits.loc[rows, "placement"] = keys
+    fits.loc[rows, "placement"] = [keys[i] for i in fits.index[rows]]
     return fits
 
 
