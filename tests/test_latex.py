@@ -23,6 +23,8 @@ NO_PDFLATEX = pytest.mark.skipif(PDFLATEX is None, reason="pdflatex is not insta
     ("delta_attn, fan_in, torch_default", r"$\delta_{\mathrm{attn}}$, fan\_in, torch\_default"),
     ("50% & $1 {2} #3 ~ ^", r"50\% \& \$1 \{2\} \#3 \textasciitilde{} \textasciicircum{}"),
     ("mean|D| < 1", r"mean$|$D$|$ \textless{} 1"),
+    ("η = 1e-3, JᵀJ, σ², 10⁻⁴, x₀", r"$\eta$ = 1e-3, J$^{T}$J, $\sigma ^{2}$, 10$^{-4}$, x$_{0}$"),
+    ("“rates” ≈ 2°", r"``rates'' $\approx$ 2$^{\circ}$"),
 ])
 def test_latex_text_writes_maths_as_maths_and_escapes_the_rest(text, latex):
     assert latex_text(text) == latex
@@ -39,6 +41,17 @@ def test_a_latex_table_names_its_packages_and_fits_the_line():
         r"\begin{tabular}{lr}", r"\toprule", r"a & $\theta$ \\", r"\midrule",
         r"$x_{k}$ & 50\% \\", r"$-$1 & x \& y \\", r"\bottomrule", r"\end{tabular}}",
         r"\par\smallskip\footnotesize $n_{1}$", r"\end{table}", ""])
+
+
+def test_a_long_heading_or_cell_breaks_into_lines_at_spaces_outside_brackets():
+    """A cell of more than CELL_CHARS characters, and a heading longer than its column's cells,
+    as a nested tabular of lines; a line opening with [ is not the optional argument of \\."""
+    shown = pd.DataFrame({"placement": ["Post-LN"],
+                          "grad ratio ‖g_1‖/‖g_L‖": ["0.233 [0.0884, 1.35]"]})
+    assert table_latex(shown, "T").splitlines()[7:10] == [
+        r"placement & \begin{tabular}[b]{@{}r@{}}grad ratio \\ $\Vert g_{1} \Vert$/$\Vert g_{L} "
+        r"\Vert$\end{tabular} \\", r"\midrule",
+        r"Post-LN & \begin{tabular}[t]{@{}r@{}}0.233 \\ {}[0.0884, 1.35]\end{tabular} \\"]
 
 
 @NO_PDFLATEX

@@ -64,22 +64,65 @@ def table_html(shown: pd.DataFrame, title: str, note: str = "") -> str:
 
 # what a LaTeX table written here needs from the document's preamble
 LATEX_PACKAGES = ("booktabs", "graphicx")
+# a LaTeX cell's lines: at most CELL_CHARS characters (where it has spaces to break at), a
+# heading's at most as many as its column's longest cell line, and never fewer than HEAD_CHARS
+CELL_CHARS, HEAD_CHARS = 16, 10
+
+
+def _lines(text: str, width: int) -> list[str]:
+    """`text` broken at its spaces outside brackets into lines of at most `width` characters (a
+    word longer stays whole), so that no maths (ω_{k + 1}, √(2/π)) is split."""
+    words, depth, start = [], 0, 0
+    for i, c in enumerate(text):
+        depth = max(0, depth + (c in "([{") - (c in ")]}"))
+        if c == " " and depth == 0:
+            words.append(text[start:i])
+            start = i + 1
+    lines = []
+    for word in [*words, text[start:]]:
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return lines
+
+
+def _cell(lines: list[str], align: str, valign: str) -> str:
+    """A table cell of one or more lines as LaTeX (a nested tabular, aligned `valign` on the
+    row: t for a body cell, b for a heading); `{}` keeps a line that opens with [ from being read
+    as the optional argument of the \\ before it."""
+    text = [("{}" if line.startswith("[") else "") + latex_text(line) for line in lines]
+    if len(text) == 1:
+        return text[0]
+    stacked = r" \\ ".join(text)
+    return rf"\begin{{tabular}}[{valign}]{{@{{}}{align}@{{}}}}{stacked}\end{{tabular}}"
 
 
 def table_latex(shown: pd.DataFrame, title: str, note: str = "") -> str:
-    """A formatted table as a LaTeX table environment to \\input into a paper: plain ASCII
-    (maths in $...$, so no inputenc or fontenc is needed), booktabs rules, the title as caption,
-    the note below, the tabular scaled down to the line width where it is wider (graphicx's
-    \\resizebox); the packages it needs are named in its first line."""
-    cols = "l" + "r" * (shown.shape[1] - 1)
-    rows = [" & ".join(latex_text(v) for v in row) + r" \\" for row in shown.to_numpy()]
+    r"""A formatted table as a LaTeX table environment to \input into a paper: plain ASCII
+    (maths in $...$, so no inputenc or fontenc is needed: depthlab.analysis.notation), booktabs
+    rules, the title as caption, the note below; the packages it needs in its first line.
+
+    Its width: a text cell longer than CELL_CHARS and a heading longer than its column's cells
+    break into lines (a heading over a column of numbers is most of a wide table's width), then
+    the tabular is scaled down to the line width only where it is still wider (graphicx's
+    \resizebox, the test done by TeX, which alone knows the width). Line breaking first keeps the
+    wide tables' type readable, where scaling alone shrinks a 16-column table to a quarter;
+    tabularx would need each column's width chosen in advance and cannot break a number."""
+    aligns = "l" + "r" * (shown.shape[1] - 1)
+    body = [[_lines(str(v), CELL_CHARS) for v in row] for row in shown.to_numpy()]
+    widths = [max([HEAD_CHARS, *(len(line) for row in body for line in row[j])])
+              for j in range(shown.shape[1])]
+    heads = [_cell(_lines(str(c), w), a, "b") for c, w, a in zip(shown.columns, widths, aligns,
+                                                                  strict=True)]
+    rows = [" & ".join(_cell(lines, a, "t") for lines, a in zip(row, aligns, strict=True))
+            + r" \\" for row in body]
     needs = ", ".join(rf"\usepackage{{{package}}}" for package in LATEX_PACKAGES)
     lines = [f"% needs {needs} (booktabs rules; graphicx scales a wide table to the line width)",
              r"\begin{table}", r"\centering", rf"\caption{{{latex_text(title)}}}",
              r"\resizebox{\ifdim\width>\linewidth\linewidth\else\width\fi}{!}{%",
-             rf"\begin{{tabular}}{{{cols}}}", r"\toprule",
-             " & ".join(latex_text(c) for c in shown.columns) + r" \\", r"\midrule", *rows,
-             r"\bottomrule", r"\end{tabular}}"]
+             rf"\begin{{tabular}}{{{aligns}}}", r"\toprule", " & ".join(heads) + r" \\",
+             r"\midrule", *rows, r"\bottomrule", r"\end{tabular}}"]
     if note:
         lines.append(rf"\par\smallskip\footnotesize {latex_text(note)}")
     return "\n".join([*lines, r"\end{table}", ""])
