@@ -4,6 +4,8 @@ refuses results/ whose provenance records another config (depthlab.planner.docum
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 import yaml
 from conftest import ROOT, copy_workflow, run_snakemake, started_in
@@ -96,3 +98,23 @@ def test_the_report_of_a_run_refuses_another_config(tiny_run):
         "report: results/provenance.json was built with another config (here studies.")
     assert "Traceback" not in output
     assert not (tiny_run / "results/refused.html").exists()
+
+
+@pytest.mark.workflow
+def test_a_report_without_provenance_refuses_fits_of_another_config(tiny_run, tmp_path):
+    # a target-limited run writes no results/provenance.json: the fits themselves say what
+    # they were measured with (3 seeds per cell), and a report asked with 7 is refused
+    work = copy_workflow(tmp_path)
+    run = work / tiny_run.relative_to(started_in(tiny_run))
+    shutil.copytree(tiny_run / "results/fits", run / "results/fits")
+    done = run_snakemake(work, "--configfile=config/tiny.yaml", "--config",
+                         "studies={stack96: {settings: {seeds: 7}}}", "--report",
+                         "results/refused.html", check=False)
+    output = done.stdout + done.stderr
+    assert done.returncode == 1, output
+    refused = [line for line in output.splitlines() if line.startswith("report: ")]
+    assert len(refused) == 1, output
+    assert refused[0].startswith("report: results/fits/stack96/"), refused
+    assert refused[0].endswith(" was measured with 3 seeds per cell (this config: 7); build it "
+                               "with that run's --configfile files")
+    assert "Traceback" not in output and not (run / "results/refused.html").exists()

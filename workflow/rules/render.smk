@@ -1,6 +1,18 @@
 # One named rule per table and figure, declared in its study (src/depthlab/studies/<study>/
 # targets.py): its fits, its outputs, its caption. In the report (`snakemake --report`) each
 # figure's PNG and each table's HTML page sit under their note's category.
+from depthlab.planner import built
+
+# the cells and seeds behind every fit a target reads, as this config plans them and, for a
+# report (which runs no job), as the fits on disk were measured: the Snakefile refuses a report
+# whose fits differ, so that its captions (this config's seeds) are the files' (planner.built)
+PLANNED_FITS, STUDY_CELLS = CATALOGUE.fit_cells()
+MEASURED_FITS = (
+    {fit: built.measured(fit) for fit in PLANNED_FITS}
+    if START.command and START.command.report
+    else {}
+)
+
 
 for target in CATALOGUE.targets:
 

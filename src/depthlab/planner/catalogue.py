@@ -63,6 +63,21 @@ class Catalogue:
                   if j.study == target.study and j.arm in arms for c in j.cells}
         return ", ".join(map(str, sorted(counts)))
 
+    def fit_cells(self) -> tuple[dict[str, dict[str, int]], dict[str, set[str]]]:
+        """{fit file: {cell label: seeds}} of every fit a target reads, what this config
+        measures behind each figure and table, and {fit file: the cell labels of every arm of
+        its study} (a fit may read other arms): depthlab.planner.built compares a report's."""
+        read = [(t.study, arm) for t in self.targets for arm in t.arms(self.arms[t.study])]
+        jobs = self.jobs.values()
+        planned = {FIT.format(study=study, arm=arm): {c.label: c.settings.seeds for j in jobs
+                                                      if (j.study, j.arm) == (study, arm)
+                                                      for c in j.cells}
+                   for study, arm in read}
+        known = {FIT.format(study=study, arm=arm): {c.label for j in jobs if j.study == study
+                                                    for c in j.cells}
+                 for study, arm in read}
+        return planned, known
+
     def blocks_of(self, target: Target) -> dict[str, str]:
         """{arm: module:function} of each arm a target reads that is measured with an own block
         (setting `block`; one per arm: an axis of blocks is refused), for its labels."""
