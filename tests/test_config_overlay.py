@@ -16,6 +16,7 @@ from depthlab.planner.overlay import (
     config_of,
     overlay,
     overridden,
+    read_config_words,
     typed,
     with_base,
 )
@@ -100,6 +101,19 @@ def test_command_line_scalars_are_read_as_yaml():
         "block": "my_blocks:make"}}}, "x": [6, None]}
 
 
+def test_command_line_words_keep_the_types_they_were_typed_with():
+    # Snakemake's reading turns both seeds: 5 and seeds: "5" into '5'; the words do not
+    words = ['studies={stack96: {settings: {seeds: "5"}}}', "studies={varsplit: {arms: "
+             "{tokens: null}}}", "threads=2", "corpus_path=data/my corpus.txt", "empty="]
+    assert read_config_words(words) == {
+        "studies": {"stack96": {"settings": {"seeds": "5"}},
+                    "varsplit": {"arms": {"tokens": None}}},
+        "threads": 2, "corpus_path": "data/my corpus.txt", "empty": None}
+    assert read_config_words(["studies={stack96: {settings: {seeds: 5}}}"])["studies"] == {
+        "stack96": {"settings": {"seeds": 5}}}
+    assert read_config_words(["x={a: [1"]) == {"x": "{a: [1"}  # no YAML: the words as typed
+
+
 def test_a_file_holding_one_setting_is_the_default_config_with_that_setting(tmp_path):
     (tmp_path / "my.yaml").write_text("studies: {stack96: {settings: {seeds: 5}}}\n")
     config = config_of(ROOT, tmp_path / "my.yaml")
@@ -145,6 +159,12 @@ def test_snakemake_runs_a_one_setting_file_and_a_typed_command_line_value(tmp_pa
     wrong = run_snakemake(work, "-n", "--config", "studies={stack96: {settings: {seeds: x}}}",
                           check=False)
     assert wrong.returncode == 1 and "studies.stack96" in wrong.stdout + wrong.stderr
+    # a number typed as a string is the string, one line before any job
+    quoted = run_snakemake(work, "-n", "--config",
+                           'studies={stack96: {settings: {seeds: "5"}}}', check=False)
+    assert quoted.returncode == 1, quoted.stdout
+    assert ("config error: --config: studies.stack96.settings.seeds='5' must be an integer"
+            in quoted.stdout + quoted.stderr)
     # a base that names no file: one line naming it, before any job
     (work / "based.yaml").write_text("base: config/nope.yaml\n")
     based = run_snakemake(work, "-n", "--configfile", "based.yaml", check=False)

@@ -57,6 +57,32 @@ def typed(value):
     return value
 
 
+def read_config_words(words: list[str]) -> dict:
+    """The --config words (`key=value`, as typed on the command line) as YAML reads each value
+    (`seeds: "5"` stays the string it was typed as, which Snakemake's reading cannot tell from
+    5: `typed`); entries for the same key merge into one mapping, as Snakemake merges them; an
+    empty value is null; a value YAML cannot read stays the string typed."""
+    out: dict = {}
+    for word in words:
+        key, _, value = word.partition("=")
+        try:
+            parsed = yaml.safe_load(value) if value else None
+        except yaml.YAMLError:
+            parsed = value
+        out = keeping_nulls(out, {key: parsed})
+    return out
+
+
+def keeping_nulls(base: dict, change: dict) -> dict:
+    """`base` with `change` merged into it key by key, mappings into mappings, a None kept (it
+    removes the key from the defaults when the config is overlaid onto them: `overlay`)."""
+    out = dict(base)
+    for key, value in change.items():
+        both = isinstance(value, dict) and isinstance(out.get(key), dict)
+        out[key] = keeping_nulls(out[key], value) if both else value
+    return out
+
+
 def with_base(given: dict, root: str | Path, defaults: dict, seen: tuple = (),
               read: list | None = None) -> dict:
     """`given` merged onto what it changes: the defaults, or, where it names a `base:` file

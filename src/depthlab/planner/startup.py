@@ -31,10 +31,11 @@ from depthlab.planner.documented import built_elsewhere
 from depthlab.planner.overlay import (
     BASE,
     DEFAULTS,
+    keeping_nulls,
     origin,
-    overlay,
     overridden,
     read_config,
+    read_config_words,
     typed,
     with_base,
 )
@@ -201,7 +202,10 @@ class Start:
 
     def __post_init__(self):
         self.replaced = self.replaced and not self.as_module
-        self.cli_config = typed(dict(self.cli_config))
+        # the command line's own words where it has them (a profile's --config values only
+        # come through Snakemake's reading)
+        words = read_config_words(getattr(self.command, "config", None) or [])
+        self.cli_config = {**typed(dict(self.cli_config)), **words}
 
     def sources(self) -> list[tuple]:
         """config_sources of this start: none in a host workflow (its config is the host's)."""
@@ -231,7 +235,7 @@ class Start:
         `base:` file it names (relative to where snakemake runs, else to the workflow's `root`;
         a null removing a key); with --replace-workflow-config, the given config alone. A bad
         base is a config error."""
-        given = config if self.as_module else overlay(config, self.cli_config)
+        given = config if self.as_module else keeping_nulls(config, self.cli_config)
         try:
             merged = with_base(given, root, {} if self.replaced else self.defaults,
                                read=self.bases)
