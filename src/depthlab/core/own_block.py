@@ -212,9 +212,9 @@ def one_seed(factory: BlockFactory, s: RunSettings, seed: int) -> tuple[Trace, T
             for point, into in (("attn_in", trace.attn_in_sd), ("mlp_in", trace.mlp_in_sd)):
                 if point in seen:
                     into.append(flat(seen[point]).detach().std(dim=(1, 2)))
-            if "ffn_hidden" in seen:
-                hidden = flat(seen["ffn_hidden"]).detach()
-                trace.ffn_active.append((hidden > 0).mean(dim=(1, 2), dtype=h.dtype))
+            if "ffn_hidden" in seen:  # of any width (Llama's 11008/4096 d: not a multiple of d)
+                hidden = seen["ffn_hidden"].detach().reshape(1, -1)
+                trace.ffn_active.append((hidden > 0).mean(dim=1, dtype=h.dtype))
         trace.head_input = flat(final(h))
         loss = ((trace.head_input - flat(target)) ** 2).mean(dim=(1, 2))
     if s.grad_of in ("params", "weights"):
