@@ -4,7 +4,8 @@ figure and the ledger apply unchanged. After mup's coordinate check (microsoft/m
 mup/coord_check.py: forward hooks on any nn.Module into a tidy table); per seed, as
 depthlab.core.reference's plain loop.
 
-The factory is `module:function` (setting `block`), called as function(settings) -> nn.Module
+The factory is `module:function` (setting `block`; or a Hugging Face decoder layer,
+`{hf: <family>}`: depthlab.core.hf_layers), called as function(settings) -> nn.Module
 once per block, under the seed's generator, in the settings' dtype; the module maps the stream
 (batch, tokens, d) to the stream. Where it marks them in `depthlab_points` (hook point ->
 "submodule.output" or "submodule.input"), its sublayers are recorded too:
@@ -37,6 +38,7 @@ from torch import Tensor, nn
 from depthlab.core.model import StackParams, Trace, torch_dtype
 from depthlab.core.probes import PROBES, Probe, pass_rows
 from depthlab.core.records import check_finite
+from depthlab.vocabulary import hf
 from depthlab.vocabulary.placements import PLACEMENTS
 from depthlab.vocabulary.settings import ConfigError, RunSettings
 
@@ -56,7 +58,12 @@ UNSUPPORTED = {"loss": "cross_entropy", "grad_of": "input"}
 
 def resolve(path: str) -> BlockFactory:
     """The factory `module:function` names, its module imported from the working directory
-    first (as `python -m` does), then the Python path."""
+    first (as `python -m` does), then the Python path; or a Hugging Face layer's
+    (depthlab.vocabulary.hf's spec, depthlab.core.hf_layers)."""
+    if hf.is_hf(path):
+        from depthlab.core.hf_layers import factory
+
+        return factory(path)
     module, _, name = path.partition(":")
     if not module or not name:
         raise ValueError(f"block: {path!r} is not 'module:function'")
@@ -105,6 +112,8 @@ def check_block(factory: BlockFactory | str, s: RunSettings, where: str = "setti
         module, _, function = factory.partition(":")
         try:
             factory = resolve(factory)
+        except ConfigError as err:
+            raise ConfigError(f"{prefix}: {err}") from None
         except ValueError as err:
             raise ConfigError(f"{prefix}: {err}") from None
         except ImportError as err:
@@ -116,6 +125,8 @@ def check_block(factory: BlockFactory | str, s: RunSettings, where: str = "setti
         torch.manual_seed(0)
         try:
             block = factory(s)
+        except ConfigError as err:
+            raise ConfigError(f"{prefix}: {err}") from None
         except Exception as err:  # noqa: BLE001 (any error of the user's code, as one line)
             raise ConfigError(f"{prefix}: building a block raised {_line(err)}") from None
         if not isinstance(block, nn.Module):
@@ -201,9 +212,9 @@ def one_seed(factory: BlockFactory, s: RunSettings, seed: int) -> tuple[Trace, T
             for point, into in (("attn_in", trace.attn_in_sd), ("mlp_in", trace.mlp_in_sd)):
                 if point in seen:
                     into.append(flat(seen[point]).detach().std(dim=(1, 2)))
-            if "ffn_hidden" in seen:
-                hidden = flat(seen["ffn_hidden"]).detach()
-                trace.ffn_active.append((hidden > 0).mean(dim=(1, 2), dtype=h.dtype))
+            if "ffn_hidden" in seen:  # of any width (Llama's 11008/4096 d: not a multiple of d)
+                hidden = seen["ffn_hidden"].detach().reshape(1, -1)
+                trace.ffn_active.append((hidden > 0).mean(dim=1, dtype=h.dtype))
         trace.head_input = flat(final(h))
         loss = ((trace.head_input - flat(target)) ** 2).mean(dim=(1, 2))
     if s.grad_of in ("params", "weights"):

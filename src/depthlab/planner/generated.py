@@ -42,7 +42,8 @@ def schema_settings() -> str:
     for f in _fields():
         key = KEYS[f.name]
         prop: dict = ({"enum": list(CHOICES[f.name])} if f.name in CHOICES
-                      else {"type": SCHEMA_TYPES[f.type]})
+                      else {"type": [SCHEMA_TYPES[f.type], key.also] if key.also
+                            else SCHEMA_TYPES[f.type]})
         if key.least is not None:
             prop["minimum"] = key.least
         if key.above is not None:

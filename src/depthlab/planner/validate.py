@@ -24,6 +24,7 @@ from jsonschema import Draft202012Validator
 
 from depthlab.planner.cost import recomputes
 from depthlab.planner.grid import Job, study_jobs
+from depthlab.vocabulary import hf
 from depthlab.vocabulary.settings import ConfigError, RunSettings
 
 SETTING_NAMES = tuple(f.name for f in dataclasses.fields(RunSettings))
@@ -277,11 +278,12 @@ def reject_missing_corpus(config: dict) -> None:
 
 
 def reject_missing_blocks(jobs: list[Job]) -> None:
-    """ConfigError for an own block (setting `block`) whose module cannot be found on the
-    Python path, the working directory first; then one block of each is built and run at the
-    settings of each distinct cell that names it (depthlab.core.own_block.check_block: torch is
-    imported only where a config names a block), so that its mistakes are one line naming the
-    arm before any job, not a traceback inside one."""
+    """ConfigError for an own block (setting `block`) whose module (transformers, for a
+    Hugging Face layer) cannot be found on the Python path, the working directory first; then
+    one block of each is built and run at the settings of each distinct cell that names it
+    (depthlab.core.own_block.check_block: torch is imported only where a config names a block),
+    so that its mistakes are one line naming the arm before any job, not a traceback inside
+    one."""
     cells = {}  # each block's distinct settings (seeds aside), with the first arm naming them
     for job in jobs:
         for cell in job.cells:
@@ -295,7 +297,7 @@ def reject_missing_blocks(jobs: list[Job]) -> None:
     for settings, job in cells.items():
         first.setdefault(settings.block, job)
     for path, job in first.items():
-        module = path.partition(":")[0]
+        module = "transformers" if hf.is_hf(path) else path.partition(":")[0]
         try:
             found = importlib.util.find_spec(module) is not None
         except ModuleNotFoundError:

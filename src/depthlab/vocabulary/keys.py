@@ -18,6 +18,7 @@ class Key:
     least: float | None = None  # the smallest value allowed
     above: float | None = None  # a bound the value must exceed
     values: str = ""  # the allowed values in words, where the type and bound do not say it
+    also: str = ""  # a JSON type the setting takes beside its own (the config schema)
 
 
 KEYS: dict[str, Key] = {
@@ -198,12 +199,16 @@ KEYS: dict[str, Key] = {
         "once per block under the seed's generator, returning an `nn.Module` that maps the "
         "stream (batch, tokens, d) to the stream; its sublayers are recorded where it marks "
         "them (`depthlab_points`), and `placement` names the built-in whose final norm and "
-        "telescoping it follows (`depthlab.core.own_block`; README, \"Your own block\"). MSE "
-        "loss, `grad_of` params, weights or none",
+        "telescoping it follows (`depthlab.core.own_block`; README, \"Your own block\"). Or a "
+        "Hugging Face decoder layer, `{hf: llama}` with overrides of the family's config "
+        "(\"A Hugging Face layer as the block\" below). MSE loss, `grad_of` params, weights or "
+        "none",
         summary=(
             "your own block: 'module:function', a factory of an nn.Module "
-            "(depthlab.core.own_block); empty = the placement's built-in block"
+            "(depthlab.core.own_block), or {hf: <family>, <config key>: <value>}, a Hugging Face "
+            "decoder layer (depthlab.core.hf_layers); empty = the placement's built-in block"
         ),
-        values="`module:function`",
+        values="`module:function`, `{hf: <family>}`",
+        also="object",
     ),
 }

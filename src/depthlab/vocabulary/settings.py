@@ -5,8 +5,10 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
+from depthlab.vocabulary import hf
 from depthlab.vocabulary.inits import INIT_KINDS
 from depthlab.vocabulary.keys import KEYS
 from depthlab.vocabulary.placements import PLACEMENTS, Placement
@@ -104,10 +106,13 @@ class RunSettings:
     block: str = ""
 
     def __post_init__(self) -> None:
-        """`init: paper` resolved to what the placement's paper draws: its own init
-        (torch_default) for a placement with one, else its paper_init's init and bias, so the
-        settings (and the rows) say what was drawn. Left as is where there is none (check
-        rejects it)."""
+        """A `block` mapping (a Hugging Face layer, `{hf: llama}`) held as its spec string
+        (depthlab.vocabulary.hf). `init: paper` resolved to what the placement's paper draws:
+        its own init (torch_default) for a placement with one, else its paper_init's init and
+        bias, so the settings (and the rows) say what was drawn. Left as is where there is none
+        (check rejects it)."""
+        if isinstance(self.block, Mapping):
+            object.__setattr__(self, "block", hf.spec(self.block))
         if self.init != PAPER or self.placement not in PLACEMENTS:
             return
         placement = PLACEMENTS[self.placement]
@@ -190,9 +195,13 @@ class RunSettings:
                 f"{where}: attention={self.attention!r} with init='fairseq', which keeps four "
                 "nn.Linear's q, k, v biases (needs attention='linear')"
             )
-        if self.block and not re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*", self.block):
+        if self.block and hf.is_hf(self.block):
+            if problem := hf.problem(self.block):
+                raise ConfigError(f"{where}: {problem}")
+        elif self.block and not re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*", self.block):
             raise ConfigError(f"{where}: block={self.block!r} is not 'module:function' (a "
-                              "factory of your nn.Module, docs/ARCHITECTURE.md)")
+                              "factory of your nn.Module, docs/ARCHITECTURE.md) nor "
+                              "{hf: <family>} (a Hugging Face layer)")
         if self.d_model % self.heads:
             raise ConfigError(
                 f"{where}: heads={self.heads} does not divide d_model={self.d_model}"

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from depthlab.vocabulary import hf
 from depthlab.vocabulary.placements import LABELS, ORDER
 
 OWN = "@"  # in a placement key: <placement>@<module:function>
@@ -47,7 +48,10 @@ def block_of(key: str) -> str:
 
 
 def block_name(block: str) -> str:
-    """An own block's name in tables, legends and captions: its factory's, 'make_parallel'."""
+    """An own block's name in tables, legends and captions: its factory's, 'make_parallel'; a
+    Hugging Face layer's, 'HF Llama decoder layer' (depthlab.vocabulary.hf.name)."""
+    if hf.is_hf(block):
+        return hf.name(block)
     return block.rpartition(":")[2] or block
 
 
