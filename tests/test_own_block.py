@@ -171,11 +171,12 @@ def test_the_workflow_rejects_a_broken_block_before_any_job(tmp_path, monkeypatc
     """The tiny config with stack96's blocks from a factory that widens the stream:
     check_config's one line names the study, an arm and the block, before any job."""
     config = config_of(ROOT, "config/tiny.yaml")
-    config["studies"]["stack96"].setdefault("settings", {})["block"] = "wide_blocks:make"
+    config["studies"]["stack96"]["arms"]["grad"].setdefault("settings", {})["block"] = (
+        "wide_blocks:make")
     (tmp_path / "wide_blocks.py").write_text(
         "from torch import nn\n\n\ndef make(s):\n    return nn.Linear(s.d_model, 2 * s.d_model)\n")
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(ConfigError, match=r"^studies\.stack96\.arms\.\w+: block='wide_blocks:"
+    with pytest.raises(ConfigError, match=r"^studies\.stack96\.arms\.grad: block='wide_blocks:"
                                           r"make': the block maps a stream of shape"):
         check_config(config, ROOT / "workflow/schemas/config.schema.yaml")
 
@@ -188,6 +189,25 @@ def test_blocks_on_an_axis_are_refused_before_any_job():
         "", EXAMPLE]
     with pytest.raises(ConfigError, match=rf"^studies\.stack96\.arms\.{arm}\.axes\.block: an "
                                           r"axis of blocks would merge"):
+        check_config(config, ROOT / "workflow/schemas/config.schema.yaml")
+
+
+def test_a_setting_only_built_in_blocks_read_is_refused_beside_an_own_block():
+    """varsplit's init arm varies init, which an own block never reads: its rows would be two
+    identical measurements labelled fan_in and torch_default. One line naming the arm."""
+    config = config_of(ROOT, "config/tiny.yaml")
+    config["studies"]["varsplit"]["settings"]["block"] = EXAMPLE
+    config["studies"]["varsplit"]["arms"]["init"] = {"axes": {"init": ["fan_in",
+                                                                       "torch_default"]}}
+    with pytest.raises(ConfigError, match=r"^studies\.varsplit\.arms\.init\.axes\.init=\["
+                                          r"'fan_in', 'torch_default'\]: only depthlab's "
+                                          r"built-in blocks read init"):
+        check_config(config, ROOT / "workflow/schemas/config.schema.yaml")
+    # an arm's own setting too, and where the arm alone names the block
+    config = config_of(ROOT, "config/tiny.yaml")
+    config["studies"]["stack96"]["arms"]["stream"]["settings"] = {"block": EXAMPLE}
+    with pytest.raises(ConfigError, match=r"^studies\.stack96\.arms\.stream\.axes\."
+                                          r"out_scale=\[1, 3\]"):
         check_config(config, ROOT / "workflow/schemas/config.schema.yaml")
 
 

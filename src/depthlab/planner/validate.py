@@ -233,6 +233,7 @@ def check_config(config: dict, schema_path: str | Path, studies=None) -> list[Jo
     reject_nonfinite(config)
     reject_missing_corpus(config)
     reject_block_axes(config)
+    reject_ignored_settings(config)
     jobs = study_jobs(config)
     reject_unheld_probes(jobs)
     reject_unseen_cuda(config, jobs)
@@ -251,6 +252,32 @@ def reject_block_axes(config: dict) -> None:
                     f"studies.{study}.arms.{arm}.axes.block: an axis of blocks would merge their "
                     "rows under one placement label in every table and figure; give each block "
                     "a named run of its own (run: {name: ...})")
+
+
+# the settings only depthlab's built-in blocks read (an own block draws and scales itself)
+BUILT_IN_ONLY = ("init", "out_scale", "residual_scale", "skip_scale", "bias")
+
+
+def reject_ignored_settings(config: dict) -> None:
+    """ConfigError for a setting only built-in blocks read (BUILT_IN_ONLY) that an arm measuring
+    an own block (setting `block`, the arm's or its study's) sets or varies itself: the block
+    never reads it, so its rows would be labelled by a value that changed nothing (varsplit's
+    init arm: two identical rows, fan_in and torch_default)."""
+    for study, spec in (config.get("studies") or {}).items():
+        block = ((spec or {}).get("settings") or {}).get("block")
+        for arm, arm_spec in ((spec or {}).get("arms") or {}).items():
+            arm_spec = arm_spec or {}
+            own = (arm_spec.get("settings") or {}).get("block", block)
+            if not own:
+                continue
+            for part in ("axes", "settings"):
+                for key in BUILT_IN_ONLY:
+                    if key in (arm_spec.get(part) or {}):
+                        raise ConfigError(
+                            f"studies.{study}.arms.{arm}.{part}.{key}="
+                            f"{arm_spec[part][key]!r}: only depthlab's built-in blocks read "
+                            f"{key}, and this arm measures block={own!r}, which builds its "
+                            "own; drop the arm, the setting or the block")
 
 
 def reject_trained_blocks(config: dict, jobs: list[Job]) -> None:
