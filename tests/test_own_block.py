@@ -6,6 +6,7 @@ probe its hooks reach."""
 from __future__ import annotations
 
 import dataclasses
+import logging
 import re
 
 import matplotlib.pyplot as plt
@@ -70,14 +71,21 @@ def test_every_probe_reads_points_a_block_can_mark():
     assert all(set(points) <= set(POINTS) for points in PROBES.values())
 
 
-def test_a_block_without_marked_points_gets_the_stream_probes_only():
+def test_a_block_without_marked_points_gets_the_stream_probes_only(caplog):
     def bare(s):
         return make_block(s).__class__(s.d_model, s.heads, 2 * s.d_model, dropout=0.0,
                                        batch_first=True, norm_first=True)
 
-    own = measure_module(bare, SETTINGS)
+    with caplog.at_level(logging.INFO, logger="depthlab.core.own_block"):
+        own = measure_module(bare, SETTINGS)
     assert {"stream_sd", "grad_ratio", "omega_abs", "token_corr"} <= set(own["metric"])
     assert not {"branch_var", "delta", "branch_in_sd"} & set(own["metric"])
+    # the job's log says, once, which probes were skipped and the points each needs
+    said = [r.getMessage() for r in caplog.records if "probes skipped" in r.getMessage()]
+    assert len(said) == 1
+    for fn, points in PROBES.items():
+        if points:
+            assert f"{fn.__name__} (needs {', '.join(sorted(points))})" in said[0]
 
 
 def test_a_bad_block_name_is_one_line_naming_the_key():

@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import importlib
+import logging
 import os
 import sys
 from collections.abc import Callable
@@ -54,6 +55,8 @@ ENCODER_LAYER_POINTS = {
     "attn_in": "self_attn.input", "mlp_in": "linear1.input", "ffn_hidden": "linear1.output",
 }
 UNSUPPORTED = {"loss": "cross_entropy", "grad_of": "input"}
+log = logging.getLogger(__name__)
+_SAID: set = set()  # the skipped probes already logged by this process, per block
 
 
 def resolve(path: str) -> BlockFactory:
@@ -271,7 +274,19 @@ def module_probes(factory: BlockFactory, s: RunSettings, seeds: list[int]
     final = StackParams([], {"ln_w": like.new_ones(S, d), "ln_b": like.new_zeros(S, d)})
     probes = [p for fn, points in PROBES.items() if set(points) <= marked
               for p in fn(final, trace, s)]
+    skipped = skipped_probes(marked)
+    if skipped and (s.block, skipped) not in _SAID:  # once per job (a process) and block
+        _SAID.add((s.block, skipped))
+        log.info("block %s: probes skipped, each for the points it needs (depthlab_points): %s",
+                 s.block or "(a factory)", skipped)
     return probes, torch.cat([loss for _, loss in pairs])
+
+
+def skipped_probes(marked: set[str]) -> str:
+    """The probes (PROBES) a block marking the hook points `marked` cannot run, each with the
+    points it lacks: 'mid_terms (needs mid), ...'; '' where it runs them all."""
+    return ", ".join(f"{fn.__name__} (needs {', '.join(sorted(set(points) - marked))})"
+                     for fn, points in PROBES.items() if not set(points) <= marked)
 
 
 def measure_module(factory: BlockFactory | str, s: RunSettings, cell: str = "") -> pd.DataFrame:
