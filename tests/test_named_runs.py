@@ -6,6 +6,7 @@ with one line before its folder is made; without `run:` nothing moves."""
 from __future__ import annotations
 
 import re
+import shutil
 
 import pytest
 import yaml
@@ -132,3 +133,18 @@ def test_without_a_name_nothing_moves(tmp_path):
         planned_outputs(dry.stdout)
     assert not (work / "runs").exists()
     assert (work / ".snakemake").is_dir()
+
+
+@pytest.mark.workflow
+def test_the_scenarios_example_plans_each_scenario_in_its_own_folder(tmp_path):
+    """examples/scenarios/Snakefile (config/README.md): depthlab as a module per scenario, one
+    command; each scenario's jobs under its own prefix, and nothing made by the dry run."""
+    work = copy_workflow(tmp_path)
+    (work / "examples").mkdir()
+    shutil.copytree(ROOT / "examples/scenarios", work / "examples/scenarios")
+    done = run_snakemake(work, "-n", "--cores", "1", "-s", "examples/scenarios/Snakefile")
+    counts = dict(re.findall(r"^(seeds[34]_measure)\s+(\d+)$", done.stdout, re.M))
+    assert counts["seeds3_measure"] == counts["seeds4_measure"] != "0", done.stdout
+    for name in ("seeds3", "seeds4"):
+        assert f"runs/{name}/results/claims.md" in done.stdout
+    assert not (work / "runs").exists() and not (work / "results").exists()
