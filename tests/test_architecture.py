@@ -18,8 +18,7 @@ from conftest import ROOT, copy_workflow, run_snakemake
 from depthlab.planner import generated
 from depthlab.studies import TARGETS, drawing
 from depthlab.vocabulary import placements
-from depthlab.vocabulary.keys import KEYS
-from depthlab.vocabulary.settings import CHOICES, RunSettings
+from depthlab.vocabulary.settings import CHOICES, KEYS, Key, RunSettings, setting
 
 PACKAGE = ROOT / "src/depthlab"
 # the layers, lowest first: a module may import its own layer and the ones before it; the
@@ -196,12 +195,47 @@ def test_schema_settings_match_run_settings():
         assert f"| `{name}` |" in readme, name
 
 
+# RunSettings' fields as main declared them before the declarations moved into the fields
+# (70f0643): the rows carry the settings as columns in this order, and the cells' reuse keys
+# (planner/reuse.py) read these defaults, so an edit of a declaration must leave them alone
+FIELDS = [
+    ("placement", "str", "pre"), ("depth", "int", 6), ("d_model", "int", 128),
+    ("heads", "int", 4), ("ffn_mult", "int", 4), ("activation", "str", "relu"),
+    ("attention", "str", "linear"), ("causal", "bool", True), ("init", "str", "torch_default"),
+    ("bias", "bool", True), ("out_scale", "float", 1.0), ("residual_scale", "float", 1.0),
+    ("skip_scale", "float", 1.0), ("final_norm", "str", "auto"), ("dtype", "str", "float64"),
+    ("device", "str", "cpu"), ("batch", "int", 1), ("tokens", "int", 128),
+    ("loss", "str", "mse"), ("head_classes", "int", 64), ("grad_of", "str", "params"),
+    ("seeds", "int", 6), ("seed_offset", "int", 0), ("seed_batch", "int", 0),
+    ("pass_mb", "int", 2500), ("block_corr", "bool", False), ("jacobian_dirs", "int", 0),
+    ("update_lr", "float", 0.0), ("update_optimizer", "str", "adam"),
+    ("update_params", "str", "all"), ("block", "str", ""),
+]
+
+
+def test_each_setting_is_declared_in_its_field():
+    """A setting is one RunSettings field: its name, type and default, and `setting(...)`'s
+    declaration (meaning, summary, bound, allowed values) as the field's metadata; KEYS and
+    CHOICES are read from the fields, in their order, and the fields are main's (FIELDS)."""
+    fields = dataclasses.fields(RunSettings)
+    assert [(f.name, f.type, f.default) for f in fields] == FIELDS
+    assert [type(f.default) for f in fields] == [type(d) for _, _, d in FIELDS]  # 1 is not 1.0
+    assert KEYS == {f.name: f.metadata["key"] for f in fields}
+    assert all(isinstance(key, Key) and key.meaning for key in KEYS.values())
+    assert CHOICES == {name: key.choices for name, key in KEYS.items() if key.choices}
+    assert (KEYS["depth"].least, KEYS["out_scale"].above, KEYS["heads"].values) == (
+        1, 0, "divides d_model")
+    assert CHOICES["placement"] == tuple(placements.PLACEMENTS)
+    assert not (PACKAGE / "vocabulary/keys.py").exists()
+    made = setting(3, "a meaning", least=1, choices=[1, 3])
+    assert made.default == 3 and made.metadata["key"] == Key("a meaning", least=1, choices=(1, 3))
+
+
 def test_the_generated_files_are_current(tmp_path):
     """The config schema's run settings, config/README.md's tables and the light copy of the
     metrics are written from the vocabulary and the probes' declarations
     (depthlab.planner.generated): a hand edit of them, or a setting, placement or probe added
     without `python -m depthlab.planner.generated`, fails here."""
-    assert list(KEYS) == [f.name for f in dataclasses.fields(RunSettings)]
     assert generated.stale() == []
     readme = ROOT / "config/README.md"
     for path, _, _ in generated.SECTIONS:

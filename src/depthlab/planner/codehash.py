@@ -21,8 +21,7 @@ MEASURE_CODE = ("vocabulary/settings.py", "vocabulary/paths.py", "vocabulary/pla
                 "planner/reuse.py", "planner/cost.py", "core/model.py", "core/probes.py",
                 "core/recompute.py", "core/response.py", "core/measure.py", "core/records.py",
                 "core/own_block.py", "core/prefetch.py", "core/draws.py", "core/norms.py",
-                "vocabulary/inits.py", "vocabulary/keys.py", "core/hf_layers.py",
-                "vocabulary/hf.py")
+                "vocabulary/inits.py", "core/hf_layers.py", "vocabulary/hf.py")
 TRAIN_CODE = (*MEASURE_CODE, "vocabulary/train_settings.py", "vocabulary/corpus.py",
               "core/corpus.py", "core/train.py", "core/io.py", "core/logs.py",
               "planner/codehash.py", "planner/provenance.py")

@@ -3,8 +3,8 @@ schema's run settings (their names, types, bounds, choices and summaries), confi
 table of them (defaults, allowed values, meanings, every placement with its definition) and of
 the metrics a shard holds, and the light copy of the metrics (vocabulary/metrics.py's METRICS).
 Each is a marked section of its file; `python -m depthlab.planner.generated` rewrites the
-sections, and tests/test_architecture.py fails where one is stale. Sources: RunSettings and
-CHOICES (vocabulary.settings), KEYS (vocabulary.keys), PLACEMENTS and PLACEMENT_SETS
+sections, and tests/test_architecture.py fails where one is stale. Sources: RunSettings' fields
+with their declarations, KEYS and CHOICES (vocabulary.settings), PLACEMENTS and PLACEMENT_SETS
 (vocabulary.placements), the metrics the engine declares (core.probes.METRICS, `@probe` and
 `@measures`)."""
 
@@ -19,9 +19,8 @@ from pathlib import Path
 
 from depthlab.core import measure, train  # noqa: F401  (their imports declare every metric)
 from depthlab.core.probes import METRICS
-from depthlab.vocabulary.keys import KEYS
 from depthlab.vocabulary.placements import PLACEMENT_SETS, PLACEMENTS
-from depthlab.vocabulary.settings import CHOICES, RunSettings
+from depthlab.vocabulary.settings import CHOICES, KEYS, RunSettings
 
 ROOT = Path(__file__).resolve().parents[3]  # the repository of a checkout
 SCHEMA_TYPES = {"int": "integer", "float": "number", "bool": "boolean", "str": "string"}
