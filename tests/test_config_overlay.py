@@ -62,6 +62,29 @@ def test_a_config_with_a_base_changes_that_file_s_config(tmp_path):
         config_of(ROOT, tmp_path / "loop.yaml")
 
 
+def test_a_base_is_found_among_the_workflow_s_files_where_it_is_loaded_by_url(tmp_path,
+                                                                             monkeypatch):
+    """A workflow loaded by URL has no folder: its own files (config/tiny.yaml) come from
+    Snakemake's source cache, which the Snakefile hands over as a callable."""
+    monkeypatch.chdir(tmp_path)  # a host's folder: no config/tiny.yaml here
+    cache = tmp_path / "cache"
+    (cache / "config").mkdir(parents=True)
+    (cache / "config/tiny.yaml").write_text((ROOT / "config/tiny.yaml").read_text())
+    asked = []
+
+    def source_path(name):
+        asked.append(name)
+        if not (cache / name).exists():
+            raise OSError(f"404: {name}")  # what a URL that serves no such file gives
+        return str(cache / name)
+
+    config = with_base({"base": "config/tiny.yaml"}, source_path, DEFAULT)
+    assert config == config_of(ROOT, "config/tiny.yaml")
+    assert asked == ["config/tiny.yaml"]
+    with pytest.raises(ValueError, match=r"^base='config/nope.yaml': no config file"):
+        with_base({"base": "config/nope.yaml"}, source_path, DEFAULT)
+
+
 @pytest.mark.parametrize("text, message", [
     ("studies:\n  stack96:\n    settings: {seeds: 3\n",
      r"^{base}:4: expected ',' or '\}}', but got '<stream end>' \(while parsing a flow "

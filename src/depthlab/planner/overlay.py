@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import yaml
@@ -83,17 +84,30 @@ def keeping_nulls(base: dict, change: dict) -> dict:
     return out
 
 
-def with_base(given: dict, root: str | Path, defaults: dict, seen: tuple = (),
-              read: list | None = None) -> dict:
+def workflow_file(root: str | Path | Callable[[str], str], name: str) -> Path | None:
+    """The workflow's own file `name` (config/tiny.yaml): under its folder `root`, or where
+    `root(name)` puts it (a workflow loaded by URL: Snakemake's workflow.source_path, which
+    fetches it into its source cache); None where it cannot be had."""
+    if not callable(root):
+        return Path(root) / name
+    try:
+        return Path(root(name))
+    except Exception:  # noqa: BLE001 (a file the URL does not serve, however it fails)
+        return None
+
+
+def with_base(given: dict, root: str | Path | Callable[[str], str], defaults: dict,
+              seen: tuple = (), read: list | None = None) -> dict:
     """`given` merged onto what it changes: the defaults, or, where it names a `base:` file
-    (relative to where snakemake runs, else to the workflow's `root`), that file's config, itself
-    resolved the same way. A base that names no file, or a chain of bases that loops, raises
-    ValueError naming it. The base files read are appended to `read` (absolute, nearest
-    first)."""
+    (relative to where snakemake runs, else one of the workflow's own files: `workflow_file`
+    of `root`), that file's config, itself resolved the same way. A base that names no file, or
+    a chain of bases that loops, raises ValueError naming it. The base files read are appended
+    to `read` (absolute, nearest first)."""
     if BASE not in given:
         return overlay(defaults, given)
     name = given[BASE]
-    found = [p for p in (Path(str(name)), Path(root) / str(name)) if p.is_file()]
+    found = [p for p in (Path(str(name)), workflow_file(root, str(name)))
+             if p is not None and p.is_file()]
     if not isinstance(name, str) or not found:
         raise ValueError(f"{BASE}={name!r}: no config file of that name")
     if name in seen:
