@@ -149,9 +149,9 @@ def case_id(case) -> str:
 
 @pytest.mark.parametrize("case, edits, fragments", CASES, ids=[case_id(c) for c in CASES])
 def test_bad_config_is_rejected_naming_key_and_value(case, edits, fragments):
-    """What common.smk does at parse time (check the config, then load its claims file): a
-    ConfigError (which it prints as one line and exits with, before any job) and nothing else;
-    any other exception would reach the user as a traceback."""
+    """What the plan does at parse time (depthlab.planner.load: check the config, then load
+    its claims file): a ConfigError (which it prints as one line and exits with, before any
+    job) and nothing else; any other exception would reach the user as a traceback."""
     config = bad_config(edits)
     with pytest.raises(ConfigError) as err:
         check_config(config, SCHEMA, STUDIES)

@@ -3,7 +3,7 @@
 
 rule aggregate:
     input:
-        lambda w: CATALOGUE.shards(w.study),
+        lambda w: PLAN.catalogue.shards(w.study),
     output:
         paths.TABLE,
     log:
@@ -12,6 +12,6 @@ rule aggregate:
     conda:
         "../envs/depthlab.yaml"
     params:
-        code=BASE_HASH,
+        code=PLAN.base_hash,
     script:
         "../scripts/aggregate.py"

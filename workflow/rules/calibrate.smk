@@ -1,17 +1,11 @@
 # Arms with `calibrate_from`: per-layer, per-branch residual scales from another arm's run, then
-# the arm's cells measured again with them (depthlab.core.calibrate).
-from depthlab.planner.calibration import calibrated_arms
-from depthlab.planner.codehash import CALIBRATED_CODE
-
-try:
-    CALIBRATED = calibrated_arms(config, JOBS)
-except ConfigError as err:
-    config_error(err)  # one line (the Snakefile's), before any job runs
+# the arm's cells measured again with them (depthlab.core.calibrate; PLAN.calibrated: which arm
+# each is calibrated from).
 
 
 rule calibrate:
     input:
-        lambda w: JOBS[(w.study, CALIBRATED[(w.study, w.arm)], w.job)].shard,
+        PLAN.calibration_source,
     output:
         paths.CALIBRATION,
     log:
@@ -20,7 +14,7 @@ rule calibrate:
     conda:
         "../envs/depthlab.yaml"
     params:
-        code=code_hash(CALIBRATED_CODE),
+        code=PLAN.calibrated_hash,
     script:
         "../scripts/calibrate.py"
 
@@ -36,18 +30,18 @@ rule measure_calibrated:
     benchmark:
         paths.benchmark("measure")
     wildcard_constraints:
-        arm="|".join(sorted({arm for _, arm in CALIBRATED})) or "(?!)",
-    priority: measure_priority
+        arm=PLAN.calibrated_arms,
+    priority: PLAN.measure_priority
     conda:
         "../envs/depthlab.yaml"
     threads: config["threads"]
     resources:
-        mem_mb=measure_mem_mb,
-        gpu_mem_mb=measure_gpu_mem_mb,
-        runtime=measure_runtime,
+        mem_mb=PLAN.measure_mem_mb,
+        gpu_mem_mb=PLAN.measure_gpu_mem_mb,
+        runtime=PLAN.measure_runtime,
     params:
-        cells=job_cells,
-        code=code_hash(CALIBRATED_CODE),
+        cells=PLAN.job_cells,
+        code=PLAN.calibrated_hash,
     script:
         "../scripts/measure.py"
 

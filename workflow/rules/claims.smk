@@ -5,7 +5,7 @@ rule claims:
     """every claim of the four notes and the fixes' papers, measured, with a verdict (results/claims.md)"""
     input:
         claims=local(config["claims"]),  # relative to the working directory, not prefixed
-        fits=CATALOGUE.ledger_fits(),
+        fits=PLAN.catalogue.ledger_fits(),
     output:
         parquet=paths.LEDGER["parquet"],
         md=paths.LEDGER["md"],
@@ -24,13 +24,13 @@ rule claims:
     conda:
         "../envs/depthlab.yaml"
     params:
-        code=CLAIMS_HASH,
-        settings=ARM_SETTINGS,
+        code=PLAN.claims_hash,
+        settings=PLAN.arm_settings,
         stage=config.get("protocol", {}).get("stage", "exploratory"),
         # the protocol's freeze (depthlab.claims.protocol) and its content's hash (a new freeze
         # regrades); a param, not an input: rule freeze writes it from this rule's output
-        frozen=FROZEN,
-        frozen_hash=file_hash(FROZEN),
+        frozen=PLAN.frozen,
+        frozen_hash=PLAN.frozen_hash,
     message:
         "claims: the ledger of the notes' claims, measured, with verdicts"
     script:

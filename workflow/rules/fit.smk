@@ -4,7 +4,7 @@
 
 rule fit:
     input:
-        lambda w: CATALOGUE.shards(w.study, [w.arm]),
+        lambda w: PLAN.catalogue.shards(w.study, [w.arm]),
     output:
         paths.FIT,
     log:
@@ -13,7 +13,7 @@ rule fit:
     conda:
         "../envs/depthlab.yaml"
     params:
-        axes=arm_axes,
-        code=lambda w: STUDY_HASH[w.study],
+        axes=PLAN.arm_axes,
+        code=PLAN.study_code,
     script:
         "../scripts/fit.py"

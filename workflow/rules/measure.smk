@@ -3,24 +3,24 @@
 
 rule measure:
     input:
-        owners=job_owners,
+        owners=PLAN.job_owners,
     output:
         paths.SHARD,
     log:
         paths.job_log("measure"),
     benchmark:
         paths.benchmark("measure")
-    priority: measure_priority
+    priority: PLAN.measure_priority
     conda:
         "../envs/depthlab.yaml"
     threads: config["threads"]
     resources:
-        mem_mb=measure_mem_mb,
-        gpu_mem_mb=measure_gpu_mem_mb,
-        runtime=measure_runtime,
+        mem_mb=PLAN.measure_mem_mb,
+        gpu_mem_mb=PLAN.measure_gpu_mem_mb,
+        runtime=PLAN.measure_runtime,
     params:
-        cells=job_cells,
-        reused=job_reused,
-        code=MEASURE_HASH,
+        cells=PLAN.job_cells,
+        reused=PLAN.job_reused,
+        code=PLAN.measure_hash,
     script:
         "../scripts/measure.py"

@@ -1,13 +1,10 @@
 # How the run was made: the config, and every Parquet file's provenance, in one JSON file.
 
-# the config as results/provenance.json records it (the report checks it is this run's)
-CONFIG_TEXT = json.dumps(config, sort_keys=True)
-
 
 rule provenance:
     """the config and every Parquet file's provenance (results/provenance.json)"""
     input:
-        CATALOGUE.provenance_inputs(),
+        PLAN.catalogue.provenance_inputs(),
     output:
         paths.PROVENANCE,
     log:
@@ -16,7 +13,7 @@ rule provenance:
     conda:
         "../envs/depthlab.yaml"
     params:
-        config=CONFIG_TEXT,
-        code=BASE_HASH,
+        config=PLAN.config_text,
+        code=PLAN.base_hash,
     script:
         "../scripts/provenance.py"

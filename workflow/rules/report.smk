@@ -10,7 +10,9 @@ from depthlab.planner.documented import (
     undocumented,
 )
 
-NOT_DOCUMENTED = undocumented(MERGED, documented_configs(DEPTHLAB, DEFAULT_CONFIG))
+NOT_DOCUMENTED = undocumented(
+    PLAN.merged, documented_configs(PLAN.depthlab, PLAN.defaults)
+)
 
 # the figures README.md and docs/ show (docs/figures/, committed), each from this run or, for a
 # study this run does not configure, from the documented named run that drew it
@@ -29,8 +31,8 @@ README_FIGURES = (
     "fig_scale_width",
 )
 DOC_FIGURES = figure_sources(
-    [t for t in TARGETS if t.name in README_FIGURES],
-    {t.name for t in CATALOGUE.targets},
+    [t for t in PLAN.targets if t.name in README_FIGURES],
+    {t.name for t in PLAN.catalogue.targets},
 )
 
 # the documented named runs' ledgers, which docs/RESULTS.md merges with this run's: one verdict
@@ -48,7 +50,7 @@ CONFIRM_LEDGERS = [f"runs/{name}/{paths.LEDGER['parquet']}" for name in CONFIRM_
 rule fig_contact_sheet:
     """every figure of the run as thumbnails on one page (PNG)"""
     input:
-        [t.outputs["png"] for t in CATALOGUE.targets if t.kind == "figure"],
+        [t.outputs["png"] for t in PLAN.catalogue.targets if t.kind == "figure"],
     output:
         "results/figures/contact_sheet.png",
     log:
@@ -104,13 +106,13 @@ else:
         input:
             ledger=paths.LEDGER["parquet"],
             readings=paths.LEDGER["readings"],
-            rules=f"{DEPTHLAB}/docs/claims_rules.md",
+            rules=f"{PLAN.depthlab}/docs/claims_rules.md",
             # the confirmatory runs' ledgers (config/confirm*.yaml), the headline where run
-            confirm=existing(CONFIRM_LEDGERS),
+            confirm=PLAN.existing(CONFIRM_LEDGERS),
             # the documented named runs' ledgers, merged in where they were run
-            runs=existing(DOCUMENTED_LEDGERS),
+            runs=PLAN.existing(DOCUMENTED_LEDGERS),
         output:
-            results=f"{DEPTHLAB}/docs/RESULTS.md",
+            results=f"{PLAN.depthlab}/docs/RESULTS.md",
         log:
             "logs/docs_results.log",
         localrule: True
@@ -118,7 +120,7 @@ else:
             "../envs/depthlab.yaml"
         params:
             # the config files of this run, named in docs/RESULTS.md (which run graded what)
-            configs=[os.path.relpath(f, DEPTHLAB) for f in workflow.configfiles],
+            configs=PLAN.config_files,
         message:
             "docs_results: docs/RESULTS.md and the README's summary line from the ledger"
         script:
@@ -133,11 +135,11 @@ else:
             claims=local(config["claims"]),
             ledger=paths.LEDGER["parquet"],
             readings=paths.LEDGER["readings"],
-            runs=existing(DOCUMENTED_LEDGERS),
+            runs=PLAN.existing(DOCUMENTED_LEDGERS),
             # the confirmatory ledgers graded at an earlier freeze: its pool is spent
-            confirm=existing(CONFIRM_LEDGERS),
+            confirm=PLAN.existing(CONFIRM_LEDGERS),
         output:
-            frozen=FROZEN,
+            frozen=PLAN.frozen,
         log:
             "logs/freeze.log",
         localrule: True
@@ -147,7 +149,7 @@ else:
             why="the exploratory runs' identification of the notes' open settings",
             # the freeze before this one (its history of spent pools), read when the workflow
             # is parsed: Snakemake removes a job's output before the job runs
-            before=Path(FROZEN).read_text() if os.path.exists(FROZEN) else "",
+            before=PLAN.frozen_before,
         message:
             "freeze: the exploratory run's choices into {output.frozen}"
         script:

@@ -1,27 +1,6 @@
 # Training studies (a `training:` block): the corpus, then one train job per (study, arm, job id)
-# in place of measure; its shard feeds the same fit -> render stages.
-from depthlab.planner.codehash import TRAIN_CODE
-from depthlab.vocabulary.corpus import CORPUS_SHA256, SHIPPED
-from depthlab.vocabulary.train_settings import training_arms
-
-try:
-    TRAINING = training_arms(config, JOBS.values())
-except ConfigError as err:
-    config_error(err)  # one line (the Snakefile's), before any job runs
-
-# a regex no study name matches when no study trains
-TRAINING_STUDIES = "|".join(sorted({study for study, _ in TRAINING})) or "(?!)"
-# the shipped corpus is the corpus rule's input unless the config names another source
-OTHER_CORPUS = config.get("corpus_url") or config.get("corpus_path")
-SHIPPED_CORPUS = (
-    []
-    if OTHER_CORPUS
-    else (
-        f"{DEPTHLAB}/{SHIPPED}"
-        if DEPTHLAB
-        else str(workflow.source_path(f"../../{SHIPPED}"))
-    )
-)
+# in place of measure; its shard feeds the same fit -> render stages (PLAN.training: each arm's
+# training settings).
 
 
 # The corpus: config `corpus_url` or `corpus_path` (read by the script, so that naming the same
@@ -30,7 +9,7 @@ SHIPPED_CORPUS = (
 rule corpus:
     """the training corpus (default: the shipped Tiny Shakespeare), sha256-checked"""
     input:
-        SHIPPED_CORPUS,
+        PLAN.shipped_corpus,
     output:
         "resources/tinyshakespeare.txt",
     log:
@@ -39,7 +18,7 @@ rule corpus:
     conda:
         "../envs/depthlab.yaml"
     params:
-        sha256=config.get("corpus_sha256") or CORPUS_SHA256,
+        sha256=PLAN.corpus_sha256,
     script:
         "../scripts/fetch_corpus.py"
 
@@ -56,19 +35,19 @@ rule train:
     benchmark:
         paths.benchmark("train")
     wildcard_constraints:
-        study=TRAINING_STUDIES,
-    priority: train_priority
+        study=PLAN.training_studies,
+    priority: PLAN.train_priority
     conda:
         "../envs/depthlab.yaml"
     threads: config["threads"]
     resources:
-        mem_mb=train_mem_mb,
-        gpu_mem_mb=train_gpu_mem_mb,
-        runtime=train_runtime,
+        mem_mb=PLAN.train_mem_mb,
+        gpu_mem_mb=PLAN.train_gpu_mem_mb,
+        runtime=PLAN.train_runtime,
     params:
-        cells=job_cells,
-        training=job_training,
-        code=code_hash(TRAIN_CODE),
+        cells=PLAN.job_cells,
+        training=PLAN.job_training,
+        code=PLAN.train_hash,
     script:
         "../scripts/train_job.py"
 

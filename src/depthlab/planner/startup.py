@@ -1,13 +1,13 @@
-"""What one start of snakemake decides before any job runs (workflow/Snakefile calls it): the
-command line it was started with, whether that command only plans, the config as given and
-merged, where each key of it comes from (for a one-line config error naming the file and line),
-a named run's folder (or a throwaway one for a command that only plans), the target errors, the
-report's refusal and the config warnings. Each error is one line, then exit, removing the
-folders this start made.
+"""What one start of snakemake decides before any job runs (the workflow's plan calls it,
+depthlab.planner.load): the command line it was started with, whether that command only plans,
+the config as given and merged, where each key of it comes from (for a one-line config error
+naming the file and line), a named run's folder (or a throwaway one for a command that only
+plans), the target errors, the report's refusal and the config warnings. Each error is one
+line, then exit, removing the folders this start made.
 
-Plain values in, plain values out: the Snakefile hands over sys.argv, Snakemake's argument
-parser (as a callable), the config dicts, paths and the rules' outputs as strings, so that this
-module imports nothing of Snakemake and is tested without running it (tests/test_startup.py)."""
+Plain values in, plain values out: the plan hands over sys.argv, Snakemake's argument parser
+(as a callable), the config dicts, paths and the rules' outputs as strings, so that this module
+imports nothing of Snakemake and is tested without running it (tests/test_startup.py)."""
 
 from __future__ import annotations
 
