@@ -114,13 +114,13 @@ def served(tmp_path):
 
 def test_a_host_loads_the_workflow_by_url(tmp_path, served, tiny_run):
     """The catalog's way to deploy: a host module whose snakefile is a URL builds the
-    tiny study's fig_grad_ratio_by_depth, reading the module's files through
-    workflow.source_path; its fits equal a plain run's."""
+    tiny study's fig_grad_ratio_by_depth from `base: config/tiny.yaml`, reading the module's
+    files through workflow.source_path; its fits equal a plain run's."""
     host = tmp_path / "host"
     host.mkdir()
     (host / "Snakefile").write_text(HOST.format(snakefile=f"{served}/workflow/Snakefile"))
-    config = {"my_samples": ["a"], "depthlab": yaml.safe_load(
-        (ROOT / "config/tiny.yaml").read_text())}
+    # the shipped tiny config by name: fetched through the source cache, as the module's own
+    config = {"my_samples": ["a"], "depthlab": {"base": "config/tiny.yaml"}}
     (host / "host_config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     run_snakemake(host, "--cores", "2", "depthlab_fig_grad_ratio_by_depth")
     figure = host / "depthlab/results/figures/grad_ratio_by_depth.png"

@@ -172,7 +172,9 @@ class Plan:
         )
         self.started = time.time()
         self.console = None if self.as_module else self._calm()
-        self.given, self.merged = self.start.merge(config, self.depthlab or ".")
+        # a `base:` among the workflow's own files: its folder, or by URL its source cache
+        self.given, self.merged = self.start.merge(
+            config, self.depthlab or (lambda name: source(f"../{name}")))
         config.clear()
         # a copy: plan() fills in defaults and paths, `merged` stays the config as given
         config.update(copy.deepcopy(self.merged))

@@ -228,13 +228,13 @@ class Start:
             sources = []
         self.leave(config_error_line(err, sources))
 
-    def merge(self, config: dict, root: str) -> tuple[dict, dict]:
+    def merge(self, config: dict, root: str | Callable[[str], str]) -> tuple[dict, dict]:
         """The config as given and as merged. Given: what the command line gives (--configfile
         files, which Snakemake has merged into `config`, then the --config values) or a host
         workflow's `config`. Merged: that, key by key, onto config/config.yaml or onto the
-        `base:` file it names (relative to where snakemake runs, else to the workflow's `root`;
-        a null removing a key); with --replace-workflow-config, the given config alone. A bad
-        base is a config error."""
+        `base:` file it names (relative to where snakemake runs, else one of the workflow's own
+        files: overlay.workflow_file of `root`; a null removing a key); with
+        --replace-workflow-config, the given config alone. A bad base is a config error."""
         given = config if self.as_module else keeping_nulls(config, self.cli_config)
         try:
             merged = with_base(given, root, {} if self.replaced else self.defaults,
