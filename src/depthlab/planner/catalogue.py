@@ -67,16 +67,17 @@ class Catalogue:
         """{fit file: {cell label: seeds}} of every fit a target reads, what this config
         measures behind each figure and table, and {fit file: the cell labels of every arm of
         its study} (a fit may read other arms): depthlab.planner.built compares a report's."""
-        read = [(t.study, arm) for t in self.targets for arm in t.arms(self.arms[t.study])]
-        jobs = self.jobs.values()
-        planned = {FIT.format(study=study, arm=arm): {c.label: c.settings.seeds for j in jobs
-                                                      if (j.study, j.arm) == (study, arm)
-                                                      for c in j.cells}
-                   for study, arm in read}
-        known = {FIT.format(study=study, arm=arm): {c.label for j in jobs if j.study == study
-                                                    for c in j.cells}
-                 for study, arm in read}
-        return planned, known
+        read = {(t.study, arm) for t in self.targets for arm in t.arms(self.arms[t.study])}
+        planned: dict[str, dict[str, int]] = {}
+        labels: dict[str, set[str]] = {}  # study -> the cell labels of all its arms
+        study_of: dict[str, str] = {}  # fit -> its study
+        for j in self.jobs.values():  # one pass over the jobs
+            labels.setdefault(j.study, set()).update(c.label for c in j.cells)
+            if (j.study, j.arm) in read:
+                fit = FIT.format(study=j.study, arm=j.arm)
+                study_of[fit] = j.study
+                planned.setdefault(fit, {}).update({c.label: c.settings.seeds for c in j.cells})
+        return planned, {fit: labels[study] for fit, study in study_of.items()}
 
     def blocks_of(self, target: Target) -> dict[str, str]:
         """{arm: module:function} of each arm a target reads that is measured with an own block

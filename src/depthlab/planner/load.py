@@ -268,9 +268,11 @@ class Plan:
         # for a report (which runs no job), as the fits on disk were measured: last_checks
         # refuses a report whose fits differ, so that its captions (this config's seeds) are
         # the files' (planner.built)
-        self.planned_fits, self.study_cells = self.catalogue.fit_cells()
-        self.measured_fits = ({fit: built.measured(fit) for fit in self.planned_fits}
-                              if start.command and start.command.report else {})
+        # (read only for a report: a run compares nothing)
+        reporting = bool(start.command and start.command.report)
+        self.planned_fits, self.study_cells = (self.catalogue.fit_cells() if reporting
+                                               else ({}, {}))
+        self.measured_fits = {fit: built.measured(fit) for fit in self.planned_fits}
         # the config as results/provenance.json records it (the report checks it is this run's)
         self.config_text = json.dumps(config, sort_keys=True)
         # training studies (a `training:` block): (study, arm) -> its training settings
