@@ -1,7 +1,8 @@
 """The figures as a reader sees them: drawn in-process from fit tables, then checked on the drawn
 artists (after fig.canvas.draw()): the legend lists exactly what has data, no two text boxes
 overlap, every axis is labelled (no code names), a legend covers no data, a log axis labels at
-most one tick per decade; and the files: PNG at 300 dpi, SVG, PDF, written atomically.
+most one tick per decade, every band is the seeds' range (no figure names an interval); and
+the files: PNG at 300 dpi, SVG, PDF, written atomically.
 
 Fast tests draw synthetic fit tables; the workflow tests draw every figure target of the tiny
 studies (config/tiny.yaml and config/tiny_fixes.yaml through the session's shared runs)."""
@@ -23,11 +24,15 @@ from PIL import Image
 from depthlab.analysis.draw import contact_sheet
 from depthlab.analysis.fits import read_fits
 from depthlab.analysis.style import (
+    MEAN_RANGE,
     coinciding,
     column_width,
+    curves,
     finish,
     grid,
+    legend,
     log_scale,
+    reference,
     save,
 )
 from depthlab.studies import TARGETS, drawing
@@ -36,6 +41,7 @@ from depthlab.studies.fixes.fit import FIX_LABELS
 from depthlab.studies.stack96 import figures as stack96_figures
 from depthlab.vocabulary.placements import LABELS, ORDER
 
+INTERVAL = re.compile(r"\bCI\b|t-interval|95%")  # a band of another convention than the range
 CODE_NAME = re.compile(r"\b[a-z]{2,}_[a-z]{2,}\b")  # delta_attn, grad_ratio: not for readers
 MAX_LEGEND_SHARE = 0.05  # of a panel's data points under a legend inside it
 
@@ -116,6 +122,19 @@ def code_names(fig) -> list[str]:
     return [t for t in [*shown, *legend_texts(fig)] if CODE_NAME.search(t)]
 
 
+def off_canvas(fig) -> list[str]:
+    """Texts (titles, labels, ticks, legend entries) of a drawn figure that reach past its edge
+    (a pixel's tolerance): a saved figure would clip them."""
+    edge = fig.bbox.padded(1)
+    return [name for name, box in text_boxes(fig)
+            if box.x0 < edge.x0 or box.x1 > edge.x1 or box.y0 < edge.y0 or box.y1 > edge.y1]
+
+
+def interval_bands(fig) -> list[str]:
+    """Texts that call a band an interval: every figure bands the seeds' range instead."""
+    return [t.get_text() for t in fig.findobj(plt.Text) if INTERVAL.search(t.get_text())]
+
+
 def legend_over_data(fig) -> list[str]:
     """Legends of a drawn figure that cover more than MAX_LEGEND_SHARE of a panel's data points
     (a legend inside a panel) or any panel at all (a figure legend)."""
@@ -177,6 +196,8 @@ def check_reads_well(fig) -> None:
     assert not code_names(fig), code_names(fig)
     assert not legend_over_data(fig), legend_over_data(fig)
     assert not crowded_log_axes(fig), crowded_log_axes(fig)
+    assert not interval_bands(fig), interval_bands(fig)
+    assert not off_canvas(fig), off_canvas(fig)
 
 
 # --- synthetic fit tables -------------------------------------------------------------------
@@ -208,6 +229,41 @@ def test_legend_lists_only_the_placements_with_data():
     fig = stack96_figures.grad_ratio_by_depth(grad_fits(three))
     assert placements_in_legend(fig, LABELS) == set(three)
     check_reads_well(fig)
+    plt.close(fig)
+
+
+def test_a_mean_curve_bands_the_seed_range():
+    """The one band convention: a curve of the seed mean is banded by the seeds' min and max
+    (not the mean's interval), asymmetric where the seeds are."""
+    frame = pd.DataFrame([{"placement": "pre", "layer": x, "mean": 2.0 * x, "median": 1.0,
+                           "min": 2.0 * x - 1, "max": 2.0 * x + 3, "ci_lo": 2.0 * x - 0.1,
+                           "ci_hi": 2.0 * x + 0.1, "n_seeds": 5} for x in (1, 2, 3)])
+    fig, axes = grid(1, 1)
+    curves(axes[0, 0], frame, "layer", spread=MEAN_RANGE)
+    line = axes[0, 0].lines[0]
+    assert np.allclose(line.get_ydata(), [2, 4, 6])
+    (band,) = axes[0, 0].collections
+    ys = band.get_paths()[0].vertices[:, 1]
+    assert (ys.min(), ys.max()) == (1.0, 9.0)  # min at x = 1, max at x = 3
+    plt.close(fig)
+
+
+def test_a_wide_legend_stays_on_the_canvas():
+    """The scale study's legend (every placement and three references, one long) once ran
+    past both edges of a double-column figure: the columns shrink until it fits."""
+    fig, axes = grid(1, 2, 3.2, 2.6)
+    for ax in axes[0]:
+        ax.plot([1, 2], [1, 2])
+        ax.set_xlabel("block")
+        ax.set_ylabel("value")
+    extra = [reference(axes[0, 0], [1, 2], [1, 1], label) for label in (
+        "the notes' rate +0.5", "Pre-LN: sqrt(V_0 + l σ²)", "the notes' rate -0.5")]
+    shown = ("Post-LN", "Pre-LN", "no residual", "DeepNorm", "ResiDual", "Sandwich-LN",
+             "Peri-LN", "ReZero", "LN-Scaling")
+    legend(fig, [p for p in ORDER if LABELS[p] in shown], extra=extra)
+    finish(fig)
+    fig.canvas.draw()
+    assert not off_canvas(fig), off_canvas(fig)
     plt.close(fig)
 
 
@@ -275,6 +331,11 @@ def test_the_checks_can_fail():
     axes[1].legend(["x"], loc="center", markerscale=20, fontsize=30)
     fig.canvas.draw()
     assert legend_over_data(fig)
+    fig.legend(["a legend entry far too long for a figure three inches wide"] * 4, ncol=4)
+    fig.canvas.draw()
+    assert any(name.startswith("legend") for name in off_canvas(fig))
+    axes[1].set_ylabel("mean, band: 95% CI of 5 seeds")
+    assert interval_bands(fig) == ["mean, band: 95% CI of 5 seeds"]
     plt.close(fig)
 
 
@@ -352,6 +413,7 @@ def test_every_tiny_figure_reads_well(tiny_run, target):
     fits = read_fits([p for p in (tiny_run / "results/fits" / target.study).glob("*.parquet")
                       if target.arms([p.stem])])
     assert placements_in_legend(fig, LABELS) <= present(fits)
+    assert not INTERVAL.search(target.caption), target.caption
     check_reads_well(fig)
     plt.close(fig)
 
@@ -364,6 +426,7 @@ FIXES_FIGURES = figure_targets(("fixes", "fixestraining"))
 def test_every_fixes_figure_reads_well(tiny_fixes_run, target):
     assert_column_wide(tiny_fixes_run / target.outputs["png"])
     fig = draw(target, tiny_fixes_run)
+    assert not INTERVAL.search(target.caption), target.caption
     check_reads_well(fig)
     plt.close(fig)
 

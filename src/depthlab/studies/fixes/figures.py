@@ -17,7 +17,7 @@ from matplotlib.ticker import NullLocator
 from depthlab.analysis.omega import formula_abs
 from depthlab.analysis.select import pick
 from depthlab.analysis.style import (
-    CI,
+    MEAN_RANGE,
     PLACEMENT_STYLE,
     PROBE_AXES,
     band,
@@ -275,8 +275,8 @@ def update_response(fits: pd.DataFrame):
     """The head input's change per unit learning rate, dF/η = rms(F(θ + Δθ) − F(θ)) / η,
     against depth, log-log, a panel per first step (Adam's, SGD's) and the parameters it moves
     (every one, or the weight matrices: DeepNet's θ), a curve per placement (the registry's
-    colour and marker) and learning rate η (line style); the mean across seeds with the 95%
-    t-interval of the seed mean as a band. Where η is in the linear regime the curves of its
+    colour and marker) and learning rate η (line style); the mean across seeds with the
+    seeds' range as a band. Where η is in the linear regime the curves of its
     η lie on each other."""
     response = pick(fits, quantity="update_response")
     panels = [(step, moved) for step in UPDATE_OPTIMIZERS for moved in UPDATE_PARAMS
@@ -293,7 +293,7 @@ def update_response(fits: pd.DataFrame):
     for ax, (step, moved) in zip(axes[0], panels, strict=True):
         frame = pick(response, update_optimizer=step, update_params=moved)
         drawn += [c.split()[0] for c in curves(ax, frame, "depth", by="curve", style=style,
-                                               spread=CI)]
+                                               spread=MEAN_RANGE)]
         log_scale(ax, "x", "y")
         ax.set_title(f"{STEP_TITLES[step]}, {MOVED_TITLES[moved]}")
         ax.set_xlabel(DEPTH)
@@ -302,7 +302,7 @@ def update_response(fits: pd.DataFrame):
               f"η = {lr:g}") for lr in lrs]
     placements = [f for f in FIX_STYLE if f in drawn]
     # two rows: the columns the legend asks matplotlib for are then the ones it lays out
-    legend(fig, placements, FIX_STYLE, extra=rates, notes=[spread_label(response, CI)],
+    legend(fig, placements, FIX_STYLE, extra=rates, notes=[spread_label(response, MEAN_RANGE)],
            ncol=-(-(len(placements) + len(rates) + 1) // 2))
     return fig
 

@@ -184,7 +184,7 @@ TARGETS = declare(
         "depth L, log-log, a panel per first step (Adam's, SGD's), a curve per placement "
         "(colour and marker) and learning rate η (line style; in the linear regime the curves "
         "of every η lie on each other); the line is the mean across seeds and the band the "
-        f"95% t-interval of the seed mean. {RESPONSE} {RESPONSE_SETUP}",
+        f"seeds' range. {RESPONSE} {RESPONSE_SETUP}",
     ),
     Target(
         "fig_fixes_grad_ratio",

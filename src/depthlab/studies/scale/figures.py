@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from depthlab.analysis.select import pick
-from depthlab.analysis.style import CI, curves, grid, legend, log_scale, reference, ylabel
+from depthlab.analysis.style import MEAN_RANGE, curves, grid, legend, log_scale, reference, ylabel
 from depthlab.studies.scale.fit import deepest
 from depthlab.studies.scale.tables import GRAD_READING
 
@@ -17,7 +17,7 @@ BLOCK = "octave end l (blocks; the octave l/2–l)"
 def local_exponents(fits: pd.DataFrame):
     """Two panels over the octave ends of the deepest depth-arm cell: the stream's local
     exponent (0.5 = sqrt(depth)) with Pre-LN's finite-depth prediction, and omega's local
-    log-log slope (theory096's −0.5); a curve per placement, mean with its 95% CI."""
+    log-log slope (theory096's −0.5); a curve per placement, mean with the seed range."""
     deep = deepest(fits, "depth")
     fig, axes = grid(1, 2, 3.2, 2.6)
     drawn, extra = [], []
@@ -26,7 +26,7 @@ def local_exponents(fits: pd.DataFrame):
         (axes[0, 1], "omega_local_slope", "ω log-log slope, octave l/2–l", -0.5),
     ):
         rows = pick(deep, quantity=quantity)
-        drawn += curves(ax, rows, "layer", spread=CI)
+        drawn += curves(ax, rows, "layer", spread=MEAN_RANGE)
         extra.append(reference(ax, sorted(rows["layer"].unique()), [rate] * rows["layer"].nunique(),
                                f"the notes' rate {rate:+.1f}"))
         if quantity == "stream_local_exponent":
@@ -35,7 +35,7 @@ def local_exponents(fits: pd.DataFrame):
                                    ls="--"))
         log_scale(ax, "x")
         ax.set_xlabel(BLOCK)
-        ylabel(ax, what, rows, CI)
+        ylabel(ax, what, rows, MEAN_RANGE)
     legend(fig, drawn, extra=extra)
     return fig
 

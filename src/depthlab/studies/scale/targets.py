@@ -31,7 +31,8 @@ TARGETS = declare(
         caption="Left: the stream's local exponent d ln rms(x_l)/d ln l over the octave l/2–l "
         "(dimensionless; 0.5 = sqrt(depth)) with Pre-LN's finite-depth prediction "
         "sqrt(V_0 + l σ²) (dashed); right: omega's local log-log slope over the same octave "
-        "(theory096: −0.5); each placement's deepest cell, mean and 95% CI across seeds.",
+        "(theory096: −0.5); each placement's deepest cell, mean across seeds with the seeds' "
+        "range as a band.",
     ),
     Target(
         "table_scale_grad_ratio",

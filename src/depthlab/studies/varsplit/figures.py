@@ -1,4 +1,4 @@
-"""The figures of the varsplit note (seed mean with its 95% t-interval as a band)."""
+"""The figures of the varsplit note (seed mean with the seeds' range as a band)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import seaborn as sns
 from matplotlib import transforms
 
 from depthlab.analysis.select import pick
-from depthlab.analysis.style import CI, band, grid, legend, ylabel
+from depthlab.analysis.style import MEAN_RANGE, band, grid, legend, ylabel
 from depthlab.studies.varsplit.tables import SCHEME_NAMES, alpha_of, cells
 from depthlab.vocabulary.inits import INIT_KINDS
 from depthlab.vocabulary.placements import color
@@ -46,13 +46,13 @@ def _alpha_label(cell: pd.Series) -> str:
 
 def increments_by_layer(fits: pd.DataFrame):
     """The variance the attention and the MLP sublayer of block l add to the stream against l,
-    a panel per unscaled cell: seed mean with the 95% t-interval, the crossover layer marked."""
+    a panel per unscaled cell: seed mean with the seed range, the crossover layer marked."""
     unscaled = cells(fits, ("none",))
     fig, axes = grid(1, len(unscaled), 3.0, 2.6)
     extra = []
     for ax, (_, c) in zip(axes[0], unscaled.iterrows(), strict=True):
         for branch, (label, hue, marker) in BRANCHES.items():
-            band(ax, _curve(fits, c, f"delta_{branch}"), "layer", label, hue, CI,
+            band(ax, _curve(fits, c, f"delta_{branch}"), "layer", label, hue, MEAN_RANGE,
                  marker=marker, ms=3.5)
         cross = _curve(fits, c, "crossover")
         if len(cross):
@@ -61,7 +61,7 @@ def increments_by_layer(fits: pd.DataFrame):
             ax.annotate(f"crossover\nblock {at:g}", (at, 1), xycoords=("data", "axes fraction"),
                         xytext=(3, -3), textcoords="offset points", va="top", fontsize=7)
         ax.set_xlabel("block l")
-        ylabel(ax, INCREMENT, fits, CI)
+        ylabel(ax, INCREMENT, fits, MEAN_RANGE)
         ax.set_title(_title(c))
         extra = zip(*ax.get_legend_handles_labels(), strict=True)
     legend(fig, [], extra=extra)
@@ -78,11 +78,11 @@ def token_correlation(fits: pd.DataFrame):
     for ax, (chosen, name, title) in zip(axes[0], panels, strict=True):
         for i, (_, c) in enumerate(chosen.iterrows()):
             band(ax, _curve(fits, c, "token_corr"), "layer", name(c),
-                 color(i), CI)
+                 color(i), MEAN_RANGE)
         ax.set_title(title, fontsize=8)
         ax.set_xlabel("layer l (stream after block l)")
         ax.legend(fontsize=6)
-    ylabel(axes[0][0], "mean pairwise token cosine", fits, CI)
+    ylabel(axes[0][0], "mean pairwise token cosine", fits, MEAN_RANGE)
     return fig
 
 

@@ -56,17 +56,17 @@ TARGETS = declare(
     ),
     Target(
         "fig_increments_by_layer",
-        "varsplit: delta_attn and delta_mlp by layer, 95% band, crossover marked",
+        "varsplit: delta_attn and delta_mlp by layer, seed range, crossover marked",
         draw="figures:increments_by_layer", reads=UNSCALED,
         caption="Pre-LN variance increments delta_attn(l) and delta_mlp(l) (units of the input "
-        "variance) by block, mean and 95% band across seeds, crossover marked.",
+        "variance) by block, mean across seeds with the seeds' range as a band, crossover marked.",
     ),
     Target(
         "fig_token_correlation",
         "varsplit: mean pairwise token cosine by layer",
         draw="figures:token_correlation", reads=(*UNSCALED, "uniform_branch"),
         caption="Mean pairwise token cosine (dimensionless) of the stream after each block; "
-        "mean and band across seeds.",
+        "mean across seeds with the seeds' range as a band.",
     ),
     Target(
         "fig_attn_increment_vs_correlation",
