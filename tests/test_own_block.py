@@ -189,17 +189,6 @@ def test_the_workflow_rejects_a_broken_block_before_any_job(tmp_path, monkeypatc
         check_config(config, ROOT / "workflow/schemas/config.schema.yaml")
 
 
-def test_blocks_on_an_axis_are_refused_before_any_job():
-    """An axis of blocks would merge their rows under one placement label: one line naming it."""
-    config = config_of(ROOT, "config/tiny.yaml")
-    arm = next(iter(config["studies"]["stack96"]["arms"]))
-    config["studies"]["stack96"]["arms"][arm].setdefault("axes", {})["block"] = [
-        "", EXAMPLE]
-    with pytest.raises(ConfigError, match=rf"^studies\.stack96\.arms\.{arm}\.axes\.block: an "
-                                          r"axis of blocks would merge"):
-        check_config(config, ROOT / "workflow/schemas/config.schema.yaml")
-
-
 def test_a_setting_only_built_in_blocks_read_is_refused_beside_an_own_block():
     """varsplit's init arm varies init, which an own block never reads: its rows would be two
     identical measurements labelled fan_in and torch_default. One line naming the arm."""

@@ -6,5 +6,5 @@ from depthlab.vocabulary import paths
 
 wildcard_constraints:
     study="[A-Za-z0-9]+",
-    arm="[A-Za-z0-9_]+",
+    arm="[A-Za-z0-9_]+(?:@[A-Za-z0-9_]+)?",  # <arm>@<block>: split from a block axis
     job="[^/]+",

@@ -81,7 +81,8 @@ class Catalogue:
 
     def blocks_of(self, target: Target) -> dict[str, str]:
         """{arm: module:function} of each arm a target reads that is measured with an own block
-        (setting `block`; one per arm: an axis of blocks is refused), for its labels."""
+        (setting `block`; one per arm: a `block` axis is one arm per block,
+        depthlab.planner.grid.split_block_axes), for its labels."""
         arms = set(target.arms(self.arms[target.study]))
         return {j.arm: c.settings.block for j in self.jobs.values()
                 if j.study == target.study and j.arm in arms for c in j.cells

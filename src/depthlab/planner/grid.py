@@ -2,11 +2,13 @@
 
 A study has base `settings` and named `arms`; an arm crosses the lists in its `axes`. Every
 combination is a cell. Axes named in the arm's `pack` list are looped inside one job, the others
-each give a job of their own, so a job is (study, arm, job id) and writes one Parquet shard.
+each give a job of their own, so a job is (study, arm, job id) and writes one Parquet shard. A
+`block` axis is one arm per block (`split_block_axes`), so that each block is fitted on its own.
 """
 
 from __future__ import annotations
 
+import copy
 import itertools
 import json
 
@@ -14,6 +16,7 @@ from depthlab.planner.cost import pass_plan
 from depthlab.vocabulary.jobs import Cell, Job
 from depthlab.vocabulary.placements import PLACEMENT_SETS, placement_set
 from depthlab.vocabulary.settings import ConfigError, RunSettings
+from depthlab.vocabulary.variants import arm_names
 
 
 def cell(label: str, settings: RunSettings) -> Cell:
@@ -66,16 +69,59 @@ def _check_axes(where: str, axes) -> None:
             raise ConfigError(f"{where}.axes.{key}: duplicate values in {values!r}")
 
 
+def split_arms(spec: dict) -> dict:
+    """A study's arms (`spec`, its config) with each arm's `block` axis split into one arm per
+    block, in the axis's order where the arm stood (named by variants.arm_names: the built-in
+    keeps the arm's name where the arm measures it without the axis): each the arm with that
+    block as a setting and the axis dropped (from `pack` too; an arm whose only axis it was
+    keeps its placement as one). The fits are computed per arm, some across an arm's cells (a
+    slope across depths), so the blocks' rows never merge. The arms without one are as given."""
+    arms = spec.get("arms") or {}
+    if not any("block" in ((a or {}).get("axes") or {}) for a in arms.values()):
+        return arms
+    study_block = (spec.get("settings") or {}).get("block", "")
+    out = {}
+    for arm, arm_spec in arms.items():
+        axes = (arm_spec or {}).get("axes") or {}
+        if not isinstance(axes.get("block"), list):
+            out[arm] = arm_spec
+            continue
+        settings = dict(arm_spec.get("settings") or {})
+        measured = settings.get("block", study_block)
+        rest = {k: v for k, v in axes.items() if k != "block"} or {"placement": [settings.get(
+            "placement", (spec.get("settings") or {}).get("placement", RunSettings().placement))]}
+        for name, block in zip(arm_names(arm, axes["block"], measured), axes["block"],
+                               strict=True):
+            one = copy.deepcopy({**arm_spec, "axes": rest})
+            if block or measured:
+                one["settings"] = {**settings, "block": block}
+            if "pack" in arm_spec:
+                one["pack"] = [k for k in arm_spec["pack"] if k != "block"]
+            out[name] = one
+    return out
+
+
+def split_block_axes(config: dict) -> None:
+    """Every study's `block` axes split into one arm per block (`split_arms`), in place: the
+    one place that does it, before the jobs are planned, so that everything reading the
+    config's arms (the catalogue, the targets, the fits' axes, calibration, training) reads
+    the split arms."""
+    for spec in (config.get("studies") or {}).values():
+        if isinstance(spec, dict) and isinstance(spec.get("arms"), dict):
+            spec["arms"] = split_arms(spec)
+
+
 def study_jobs(config: dict) -> list[Job]:
     """Every measure job of a validated config, in a stable order.
 
-    Raises ConfigError (naming the key and value) for any cell whose settings are invalid.
+    Raises ConfigError (naming the key and value) for any cell whose settings are invalid. Its
+    `block` axes are split (`split_arms`; check_config splits the config itself).
     """
     jobs = []
     device = config.get("device")
     for study, spec in config["studies"].items():
         base = dict(spec.get("settings", {}))
-        for arm, arm_spec in spec["arms"].items():
+        for arm, arm_spec in split_arms(spec).items():
             where = f"studies.{study}.arms.{arm}"
             axes = arm_spec.get("axes")
             axes = expand_axes(axes) if isinstance(axes, dict) else axes

@@ -1,11 +1,13 @@
 """Every check a config must pass before any job runs, as one ConfigError with a one-line message.
 
 Order: the JSON schema (workflow/schemas/config.schema.yaml: unknown keys, types, ranges, empty or
-duplicate grids), then every cell's RunSettings.check (values inside axis lists, which the schema
-leaves untyped, and cross-key rules such as heads dividing d_model), then the probes that need
-every block held (reject_unheld_probes), then the device. (The claims file is checked next by
-the workflow, depthlab.claims.schema.) Each message names the offending key as a dotted path and
-its value. Cheap: torch is imported only when a cell asks for cuda.
+duplicate grids), then the arms as given (an arm name with '@', a setting an own block ignores),
+then, each `block` axis split into one arm per block, every cell's RunSettings.check (values
+inside axis lists, which the schema leaves untyped, and cross-key rules such as heads dividing
+d_model), then the probes that need every block held (reject_unheld_probes), then the device.
+(The claims file is checked next by the workflow, depthlab.claims.schema.) Each message names
+the offending key as a dotted path and its value. Cheap: torch is imported only when a cell
+asks for cuda.
 """
 
 from __future__ import annotations
@@ -23,9 +25,10 @@ import yaml
 from jsonschema import Draft202012Validator
 
 from depthlab.planner.cost import recomputes
-from depthlab.planner.grid import Job, study_jobs
+from depthlab.planner.grid import Job, split_block_axes, study_jobs
 from depthlab.vocabulary import hf
 from depthlab.vocabulary.settings import ConfigError, RunSettings
+from depthlab.vocabulary.variants import SPLIT, origin
 
 SETTING_NAMES = tuple(f.name for f in dataclasses.fields(RunSettings))
 
@@ -219,7 +222,10 @@ def check_studies(config: dict, known) -> None:
 
 def check_config(config: dict, schema_path: str | Path, studies=None) -> list[Job]:
     """Every measure job of `config`, or ConfigError naming the first bad key and its value.
-    studies: the names of the study packages (depthlab.studies.STUDIES), if checked."""
+    studies: the names of the study packages (depthlab.studies.STUDIES), if checked. Once the
+    config as given passes, its `block` axes are split into one arm per block, in place
+    (depthlab.planner.grid.split_block_axes): the later checks and the plan read those arms (a
+    config is checked once: the split arms' names, with '@', are refused in a config given)."""
     if not isinstance(config, dict):
         raise ConfigError(f"config: must be a mapping, got {config!r}")
     schema = yaml.safe_load(Path(schema_path).read_text())
@@ -232,8 +238,9 @@ def check_config(config: dict, schema_path: str | Path, studies=None) -> list[Jo
     check_schema(config, schema)
     reject_nonfinite(config)
     reject_missing_corpus(config)
-    reject_block_axes(config)
+    reject_split_names(config)
     reject_ignored_settings(config)
+    split_block_axes(config)
     jobs = study_jobs(config)
     reject_unheld_probes(jobs)
     reject_unseen_cuda(config, jobs)
@@ -242,16 +249,16 @@ def check_config(config: dict, schema_path: str | Path, studies=None) -> list[Jo
     return jobs
 
 
-def reject_block_axes(config: dict) -> None:
-    """ConfigError for `block` on an arm's axes: the tables, figures and captions label rows by
-    their placement, so the blocks' rows would merge under one label (and one band)."""
+def reject_split_names(config: dict) -> None:
+    """ConfigError for an arm name with '@': it is kept for the arms a `block` axis is split
+    into (`<arm>@<block>`, depthlab.planner.grid.split_block_axes)."""
     for study, spec in (config.get("studies") or {}).items():
-        for arm, arm_spec in ((spec or {}).get("arms") or {}).items():
-            if "block" in ((arm_spec or {}).get("axes") or {}):
+        for arm in ((spec or {}).get("arms") or {}):
+            if SPLIT in str(arm):
                 raise ConfigError(
-                    f"studies.{study}.arms.{arm}.axes.block: an axis of blocks would merge their "
-                    "rows under one placement label in every table and figure; give each block "
-                    "a named run of its own (run: {name: ...})")
+                    f"studies.{study}.arms.{arm}: '{SPLIT}' is kept for the arms a block axis "
+                    f"is split into ({origin(arm)}{SPLIT}<block>); name the arm with letters, "
+                    "digits and _")
 
 
 # the settings only depthlab's built-in blocks read (an own block draws and scales itself)
@@ -260,14 +267,20 @@ BUILT_IN_ONLY = ("init", "out_scale", "residual_scale", "skip_scale", "bias")
 
 def reject_ignored_settings(config: dict) -> None:
     """ConfigError for a setting only built-in blocks read (BUILT_IN_ONLY) that an arm measuring
-    an own block (setting `block`, the arm's or its study's) sets or varies itself: the block
-    never reads it, so its rows would be labelled by a value that changed nothing (varsplit's
-    init arm: two identical rows, fan_in and torch_default)."""
+    an own block (setting `block`, the arm's or its study's, or an own block on its `block`
+    axis) sets or varies itself: the block never reads it, so its rows would be labelled by a
+    value that changed nothing (varsplit's init arm: two identical rows, fan_in and
+    torch_default)."""
     for study, spec in (config.get("studies") or {}).items():
         block = ((spec or {}).get("settings") or {}).get("block")
         for arm, arm_spec in ((spec or {}).get("arms") or {}).items():
             arm_spec = arm_spec or {}
+            axis = (arm_spec.get("axes") or {}).get("block")
             own = (arm_spec.get("settings") or {}).get("block", block)
+            measures = f"block={own!r}, which builds its own"
+            if isinstance(axis, list):
+                own = [b for b in axis if b]
+                measures = f"the own blocks {own!r} of its block axis, which build their own"
             if not own:
                 continue
             for part in ("axes", "settings"):
@@ -276,8 +289,8 @@ def reject_ignored_settings(config: dict) -> None:
                         raise ConfigError(
                             f"studies.{study}.arms.{arm}.{part}.{key}="
                             f"{arm_spec[part][key]!r}: only depthlab's built-in blocks read "
-                            f"{key}, and this arm measures block={own!r}, which builds its "
-                            "own; drop the arm, the setting or the block")
+                            f"{key}, and this arm measures {measures}; drop the arm, the "
+                            "setting or the block")
 
 
 def reject_trained_blocks(config: dict, jobs: list[Job]) -> None:

@@ -7,7 +7,7 @@ A config gives a mapping, `{hf: llama}`, with optional overrides of the family's
 `_init_weights`, or `init: torch_default`, nn.Linear's own). The settings hold it as one string,
 its spec, `hf-<family>` then `;key=value` per option in key order (the value as JSON): it
 hashes, travels in a job's cells and a shard's `block` column as any block, and holds no ':' or
-brace (it is never a job id: an axis of blocks is refused).
+brace (never in a job id: a `block` axis is one arm per block, `grad@hf_llama`).
 """
 
 from __future__ import annotations

@@ -13,6 +13,8 @@ import dataclasses
 import fnmatch
 from dataclasses import dataclass
 
+from depthlab.vocabulary.variants import origin
+
 
 @dataclass(frozen=True)
 class Target:
@@ -25,7 +27,8 @@ class Target:
     caption:     what is shown, in which units, from how many seeds (reST, the report's caption)
     draw:        '<module>:<function>' in the study's package; the function takes the fits of the
                  arms read (one frame) and the `options` below as keywords
-    reads:       the arms whose fits it reads (fnmatch patterns, e.g. 'sens_*')
+    reads:       the arms whose fits it reads (fnmatch patterns, e.g. 'sens_*'), and the arms
+                 split from their `block` axes ('grad@make_parallel' where it reads 'grad')
     options:     keys of the study's `analysis:` config passed to the function
     note:        the line printed under a table (its estimator, in words)
     on_grid:     (option, setting) pairs: an `options` key whose value must be a value of that
@@ -61,8 +64,12 @@ class Target:
         return {ext: f"results/{folder}/{self.stem}.{ext}" for ext in exts}
 
     def arms(self, configured) -> list[str]:
-        """The arms among `configured` (the study's arm names) that this target reads."""
-        return [a for a in configured if any(fnmatch.fnmatchcase(a, p) for p in self.reads)]
+        """The arms among `configured` (the study's arm names) that this target reads: those
+        its patterns match, and those split from one of them (depthlab.vocabulary.variants.
+        origin)."""
+        return [a for a in configured
+                if any(fnmatch.fnmatchcase(a, p) or fnmatch.fnmatchcase(origin(a), p)
+                       for p in self.reads)]
 
     def unavailable(self, configured: dict[str, list[str]], configs: dict[str, dict]) -> str:
         """Why this config cannot build the target ('' if it can): its study or every arm it

@@ -9,10 +9,15 @@ Every table and figure then labels, orders and styles a placement key through `l
 `order`, `base` and `own_style` here: a built-in placement as the registry has it, an own block
 by its factory's name, "make_parallel (own block)", drawn in a colour, marker and dash of its
 own (greys and black: no placement of the registry is grey).
+
+A `block` axis is one arm per block (depthlab.planner.grid.split_block_axes), each fitted on its
+own: `arm_names` names them `<arm>@<block's name>` (`grad@make_parallel`), which every target
+reading `<arm>` reads (`origin`), and `with_blocks` draws them as rows of `<arm>`.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 
 from depthlab.vocabulary import hf
@@ -25,6 +30,48 @@ OWN_SUFFIX = " (own block)"
 OWN_COLORS = ("black", "0.45", "0.65", "0.3")
 OWN_MARKERS = ("X", "P", "*", "h")
 OWN_DASHES = ((3, 1.5), (1, 1), (5, 1, 1, 1), (2, 2))
+SPLIT = "@"  # in an arm's name: <arm>@<block's name>, one block of a `block` axis
+BUILT_IN = "built_in"  # the built-in block's name in an arm's name
+
+
+def origin(arm: str) -> str:
+    """The arm of the config a split arm comes from ('grad' of 'grad@make_parallel')."""
+    return str(arm).partition(SPLIT)[0]
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_") or "block"
+
+
+def _names(block) -> tuple[str, str]:
+    """A block's short and full name in an arm's name: letters, digits and _ only."""
+    if isinstance(block, Mapping):
+        block = hf.spec(block)
+    block = str(block)
+    if not block:
+        return BUILT_IN, BUILT_IN
+    if hf.is_hf(block):
+        return _slug(f"hf_{block[len(hf.PREFIX):].split(';')[0]}"), _slug(block)
+    return _slug(block.rpartition(":")[2]), _slug(block)
+
+
+def arm_names(arm: str, blocks: list, measured="") -> list[str]:
+    """The arm of each block of `arm`'s `block` axis (module:function, a {hf: ...} mapping, ''
+    for the built-in): `<arm>@<name>`, its factory's name ('grad@make_parallel'), a Hugging Face
+    layer's family ('grad@hf_llama'), the whole block where two names would be one, then its
+    position; the built-in keeps the arm's name where the arm measures it without the axis
+    (`measured`, its block setting, is empty), else it is `<arm>@built_in`. No ':' (a path)."""
+    short, full = zip(*map(_names, blocks), strict=True) if blocks else ((), ())
+    names = []
+    for i, block in enumerate(blocks):
+        if not block and not measured:
+            names.append(arm)
+            continue
+        name = short[i] if short.count(short[i]) == 1 else full[i]
+        if full.count(full[i]) > 1:
+            name = f"{full[i]}_{i + 1}"
+        names.append(f"{arm}{SPLIT}{name}")
+    return names
 
 
 def own_key(placement: str, block: str) -> str:
@@ -86,13 +133,28 @@ def with_blocks(fits, blocks: Mapping[str, str] | None):
     """`fits` (a DataFrame) with the placement key (`own_key`) of each arm measured with an own
     block (`blocks`: arm -> module:function, the arms of the built-in block left out) in its
     `placement` column, and in `fix` where that is the placement (the fixes study); and each
-    row's block in a column `block` ('' for the built-in)."""
-    if not blocks or "arm" not in fits:
+    row's block in a column `block` ('' for the built-in). Where the fits have a placement, the
+    rows of an arm split from a `block` axis (`grad@make_parallel`) are then the rows of the
+    arm it comes from (`origin`), which the studies' tables and figures pick by name: their
+    placement keys keep the blocks apart."""
+    if "arm" not in fits:
+        return fits
+    blocks = blocks or {}
+    rows = fits["arm"].isin(list(blocks))
+    split = fits["arm"].astype(str).str.contains(SPLIT, regex=False)
+    if not rows.any() and not (split.any() and "placement" in fits):
         return fits
     fits = fits.copy()
-    rows = fits["arm"].isin(list(blocks))
-    if not rows.any():
-        return fits
+    if rows.any():
+        fits = _own_rows(fits, rows, blocks)
+    if "placement" in fits and split.any():
+        fits["arm"] = fits["arm"].astype(object)
+        fits.loc[split, "arm"] = [origin(a) for a in fits.loc[split, "arm"]]
+    return fits
+
+
+def _own_rows(fits, rows, blocks: Mapping[str, str]):
+    """with_blocks's placement keys and `block` column, set on its copy `fits`."""
     # the block itself, for a study whose fits name no placement (varsplit's: Pre-LN only)
     fits["block"] = [blocks.get(a, "") for a in fits["arm"]]
     if "placement" not in fits:
