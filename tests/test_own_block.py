@@ -189,6 +189,41 @@ def test_the_workflow_rejects_a_broken_block_before_any_job(tmp_path, monkeypatc
         check_config(config, ROOT / "workflow/schemas/config.schema.yaml")
 
 
+def test_a_block_without_the_points_a_study_reads_is_refused_before_any_job(tmp_path,
+                                                                            monkeypatch):
+    """varsplit's fit reads the variance increments, which need the stream between the two
+    sublayers (hook point mid): a parallel block that marks only its branches is one line
+    naming the arm and the point, not a KeyError in the fit after measuring. stack96 reads no
+    point, so the same block passes there."""
+    from depthlab.studies import HOOK_POINTS, STUDIES
+
+    (tmp_path / "parallel_blocks.py").write_text(
+        "import torch\nfrom torch import nn\n\n\nclass Parallel(nn.Module):\n"
+        "    def __init__(self, d):\n        super().__init__()\n"
+        "        self.norm = nn.LayerNorm(d)\n        self.attn = nn.Linear(d, d)\n"
+        "        self.mlp = nn.Linear(d, d)\n"
+        "        self.depthlab_points = {'attn': 'attn.output', 'mlp': 'mlp.output'}\n\n"
+        "    def forward(self, x):\n        h = self.norm(x)\n"
+        "        return x + self.attn(h) + self.mlp(h)\n\n\n"
+        "def make(s):\n    return Parallel(s.d_model)\n")
+    monkeypatch.chdir(tmp_path)
+    assert HOOK_POINTS["varsplit"] == ("mid",)
+    config = config_of(ROOT, "config/tiny.yaml")
+    config["studies"]["varsplit"]["settings"]["block"] = "parallel_blocks:make"
+    arms = config["studies"]["varsplit"]["arms"]
+    config["studies"]["varsplit"]["arms"] = {"base": arms["base"]}  # no built-in-only axis
+    with pytest.raises(ConfigError, match=r"^studies\.varsplit\.arms\.\w+: block='parallel_"
+                                          r"blocks:make': the study's fit reads the hook "
+                                          r"point\(s\) mid, which the block does not mark"):
+        check_config(config, ROOT / "workflow/schemas/config.schema.yaml", STUDIES,
+                     HOOK_POINTS)
+    config = config_of(ROOT, "config/tiny.yaml")
+    config["studies"]["stack96"]["arms"]["grad"].setdefault("settings", {})["block"] = (
+        "parallel_blocks:make")
+    assert check_config(config, ROOT / "workflow/schemas/config.schema.yaml", STUDIES,
+                        HOOK_POINTS)
+
+
 def test_a_setting_only_built_in_blocks_read_is_refused_beside_an_own_block():
     """varsplit's init arm varies init, which an own block never reads: its rows would be two
     identical measurements labelled fan_in and torch_default. One line naming the arm."""

@@ -100,14 +100,15 @@ def _check_points(block: nn.Module, prefix: str) -> None:
                               "'submodule.output' or 'submodule.input'")
 
 
-def check_block(factory: BlockFactory | str, s: RunSettings, where: str = "settings"
-                ) -> BlockFactory:
+def check_block(factory: BlockFactory | str, s: RunSettings, where: str = "settings",
+                points: tuple[str, ...] = ()) -> BlockFactory:
     """The factory, once one block of it has been built and run on a (1, tokens, d) stream at
     the settings s; else a one-line ConfigError naming `where` and the block: a module without
     the function, a factory that raises or returns no nn.Module, a block without parameters
     (its gradient norm, the unit of the gradient probes, would be 0), a depthlab_points key or
     submodule that does not exist, a forward that raises, returns a tuple or changes the
-    stream's shape. Before any job (the workflow's validate) and in measure_module."""
+    stream's shape, or does not mark each of `points` (the hook points a study's fit reads).
+    Before any job (the workflow's validate) and in measure_module."""
     name = factory if isinstance(factory, str) else getattr(factory, "__qualname__",
                                                             repr(factory))
     prefix = f"{where}: block={name!r}"
@@ -139,6 +140,11 @@ def check_block(factory: BlockFactory | str, s: RunSettings, where: str = "setti
             raise ConfigError(f"{prefix}: the block has no parameters (its gradient norm, the "
                               "gradient probes' unit, would be 0)")
         _check_points(block, prefix)
+        missing = [p for p in points if p not in getattr(block, "depthlab_points", {})]
+        if missing:
+            raise ConfigError(f"{prefix}: the study's fit reads the hook point(s) "
+                              f"{', '.join(missing)}, which the block does not mark "
+                              "(depthlab_points: point -> 'submodule.input' or '.output')")
         x.normal_()
         try:
             with torch.no_grad():

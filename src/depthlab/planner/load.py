@@ -209,12 +209,14 @@ class Plan:
 
     # -- step 2: in the run's folder, the config checked and its jobs planned
 
-    def plan(self, studies: dict, targets: list, load_claims: Callable[[str], dict]) -> None:
+    def plan(self, studies: dict, targets: list, load_claims: Callable[[str], dict],
+             hook_points: dict | None = None) -> None:
         """Check the config (a ConfigError is one line, then exit, before any job) and plan its
         jobs, in the folder the run works in (a named run's), by the catalogue of studies, which
         lies in the layers above the planner: `studies` and `targets` (depthlab.studies'
-        STUDIES and TARGETS, every declared target) and `load_claims`
-        (depthlab.claims.schema's: a claims file read and checked)."""
+        STUDIES and TARGETS, every declared target), `load_claims`
+        (depthlab.claims.schema's: a claims file read and checked) and `hook_points`
+        (depthlab.studies.HOOK_POINTS: study -> the points an own block must mark)."""
         config, start = self.config, self.start
         self.targets = targets
         # the config's relative paths name files relative to where snakemake was started: made
@@ -226,7 +228,8 @@ class Plan:
         try:
             self.claims = load_claims(config["claims"])
             reject_misspelt_arms(config, self.targets, self.claims)
-            self.catalogue = Catalogue(config, check_config(config, self.schema, studies),
+            self.catalogue = Catalogue(config, check_config(config, self.schema, studies,
+                                                    hook_points),
                                        self.targets, self.claims["claims"])
             reject_off_grid_options(config, list(self.catalogue.jobs.values()),
                                     self.catalogue.targets)

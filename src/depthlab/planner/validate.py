@@ -220,9 +220,11 @@ def check_studies(config: dict, known) -> None:
                               f"{', '.join(known)}{_suggest(name, known)}")
 
 
-def check_config(config: dict, schema_path: str | Path, studies=None) -> list[Job]:
+def check_config(config: dict, schema_path: str | Path, studies=None,
+                 hook_points: dict | None = None) -> list[Job]:
     """Every measure job of `config`, or ConfigError naming the first bad key and its value.
-    studies: the names of the study packages (depthlab.studies.STUDIES), if checked. Once the
+    studies: the names of the study packages (depthlab.studies.STUDIES), if checked;
+    hook_points: study -> the points an own block it measures must mark (HOOK_POINTS). Once the
     config as given passes, its `block` axes are split into one arm per block, in place
     (depthlab.planner.grid.split_block_axes): the later checks and the plan read those arms (a
     config is checked once: the split arms' names, with '@', are refused in a config given)."""
@@ -245,7 +247,7 @@ def check_config(config: dict, schema_path: str | Path, studies=None) -> list[Jo
     reject_unheld_probes(jobs)
     reject_unseen_cuda(config, jobs)
     reject_trained_blocks(config, jobs)
-    reject_missing_blocks(jobs)
+    reject_missing_blocks(jobs, hook_points)
     return jobs
 
 
@@ -317,13 +319,14 @@ def reject_missing_corpus(config: dict) -> None:
                           "started)")
 
 
-def reject_missing_blocks(jobs: list[Job]) -> None:
+def reject_missing_blocks(jobs: list[Job], hook_points: dict | None = None) -> None:
     """ConfigError for an own block (setting `block`) whose module (transformers, for a
     Hugging Face layer) cannot be found on the Python path, the working directory first; then
     one block of each is built and run at the settings of each distinct cell that names it
     (depthlab.core.own_block.check_block: torch is imported only where a config names a block),
     so that its mistakes are one line naming the arm before any job, not a traceback inside
-    one."""
+    one; a block that does not mark a hook point its study's fit reads (`hook_points`: study
+    -> points) is one too."""
     cells = {}  # each block's distinct settings (seeds aside), with the first arm naming them
     for job in jobs:
         for cell in job.cells:
@@ -351,7 +354,8 @@ def reject_missing_blocks(jobs: list[Job]) -> None:
         from depthlab.core.own_block import check_block
 
         for settings, job in cells.items():
-            check_block(settings.block, settings, f"studies.{job.study}.arms.{job.arm}")
+            check_block(settings.block, settings, f"studies.{job.study}.arms.{job.arm}",
+                        (hook_points or {}).get(job.study, ()))
 
 
 def reject_off_grid_options(config: dict, jobs: list[Job], targets) -> None:

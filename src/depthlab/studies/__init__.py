@@ -17,6 +17,10 @@ _DECLARED = sorted(
 TARGETS = tuple(t for module in _DECLARED for t in module.TARGETS)
 BY_NAME = {t.name: t for t in TARGETS}
 STUDIES = tuple(dict.fromkeys(t.study for t in TARGETS))  # the studies the pipeline fits
+# each study's hook points its fit reads beyond the stream (its targets module's HOOK_POINTS):
+# an own block it measures must mark them (depthlab_points), checked before any job
+HOOK_POINTS = {module.TARGETS[0].study: tuple(getattr(module, "HOOK_POINTS", ()))
+               for module in _DECLARED}
 
 
 def drawing(target):

@@ -7,6 +7,10 @@ UNSCALED = ("base", "init")  # the arms without a residual scale
 # which the claims ledger reads where GELU is identified, are not drawn
 NOTE_ARMS = (*UNSCALED, "uniform_*", "layerwise", "tokens", "activation")
 
+# the hook points the study's fit reads beyond the stream (the variance increments delta_attn
+# and delta_mlp: the stream between the two sublayers): an own block must mark them
+HOOK_POINTS = ("mid",)
+
 # where the study's targets come in every list of them (the notes' order, then the fixes
 # study's, then the scale study's; depthlab.studies finds the study by its package)
 POSITION = 5
