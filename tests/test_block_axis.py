@@ -22,13 +22,16 @@ from depthlab.claims.outcomes import GRADED, NOT_COMPARABLE
 from depthlab.claims.schema import load_claims
 from depthlab.core.measure import measure_cell
 from depthlab.planner.catalogue import Catalogue
-from depthlab.planner.grid import arm_settings
+from depthlab.planner.grid import arm_settings, split_block_axes, study_jobs
+from depthlab.planner.overlay import config_of
 from depthlab.planner.validate import check_config
 from depthlab.studies import BY_NAME, STUDIES, TARGETS, drawing
 from depthlab.studies.fits import study_fits
 from depthlab.studies.stack96.fit import fit
+from depthlab.vocabulary import hf
+from depthlab.vocabulary.placements import COLORS, MARKERS
 from depthlab.vocabulary.settings import ConfigError
-from depthlab.vocabulary.variants import arm_names, with_blocks
+from depthlab.vocabulary.variants import arm_names, label, own_key, own_style, with_blocks
 
 EXAMPLE = "examples.encoder_block:make_block"  # examples/encoder_block.py, from the root
 OWN = "make_block (own block)"
@@ -101,6 +104,39 @@ def test_a_block_axis_plans_one_arm_per_block():
     assert (f"make_block ({EXAMPLE}; arm grad@make_block, following the final norm of "
             "Pre-LN)") in cat.caption(target)
     assert cat.claims_testing(target) == before.claims_testing(target) != []
+
+
+def test_the_models_config_plans_an_arm_per_layer_each_labelled_by_its_family():
+    """config/models.yaml (docs/MODELS.md), planned dry (no layer built): one arm per block,
+    12; its figure labels each Hugging Face layer by its family and init reading, in a hue and
+    marker of its family that no placement has, its init as the dash, no two alike."""
+    from matplotlib.colors import to_hex
+
+    config = config_of(ROOT, "config/models.yaml")
+    split_block_axes(config)
+    cat = Catalogue(config, study_jobs(config), TARGETS, [])
+    blocks = cat.blocks_of(BY_NAME["fig_grad_ratio_by_depth"])
+    assert len(cat.arms["stack96"]) == 12 and len(blocks) == 11
+    assert "grad" in cat.arms["stack96"] and "grad" not in blocks
+    keys = [own_key("pre", block) for block in blocks.values()]
+    nn_linear = ("Llama", "Gemma 2", "OLMo 2")
+    assert sorted(map(label, keys)) == sorted(
+        [f"{name} (HF layer)" for name in hf.FAMILIES.values()]
+        + [f"{name}, nn.Linear init (HF layer)" for name in nn_linear])
+    looks = own_style(keys)
+    assert len({(to_hex(s["color"]), s["marker"], s["dashes"]) for s in looks.values()}) == 11
+    assert not {to_hex(s["color"]) for s in looks.values()} & set(map(to_hex, COLORS.values()))
+    assert not {s["marker"] for s in looks.values()} & set(MARKERS.values())
+    for key, look in looks.items():  # a family's hue and marker; its init, the dash
+        family = hf.parse(key.partition("@")[2])[0]
+        assert (look["color"], look["marker"]) == (looks[f"pre@hf-{family}"]["color"],
+                                                   looks[f"pre@hf-{family}"]["marker"])
+        assert look["dashes"] == ((4, 1.5) if "torch_default" in key else "")
+    # a further Gemma 2 layer (an override) and a factory beside them: still none alike
+    more = [*keys, own_key("pre", hf.spec({"hf": "gemma2", "rms_norm_eps": 1e-6})),
+            own_key("pre", EXAMPLE)]
+    assert len({(to_hex(s["color"]), s["marker"], s["dashes"])
+                for s in own_style(more).values()}) == 13
 
 
 def test_an_arm_that_measures_an_own_block_cites_no_claim_with_a_block_axis():

@@ -39,6 +39,7 @@ from depthlab.studies import TARGETS, drawing
 from depthlab.studies.fixes import figures as fixes_figures
 from depthlab.studies.fixes.fit import FIX_LABELS
 from depthlab.studies.stack96 import figures as stack96_figures
+from depthlab.vocabulary import hf
 from depthlab.vocabulary.placements import LABELS, ORDER
 
 INTERVAL = re.compile(r"\bCI\b|t-interval|95%")  # a band of another convention than the range
@@ -228,6 +229,34 @@ def test_legend_lists_only_the_placements_with_data():
     three = ("post", "pre", "none")
     fig = stack96_figures.grad_ratio_by_depth(grad_fits(three))
     assert placements_in_legend(fig, LABELS) == set(three)
+    check_reads_well(fig)
+    plt.close(fig)
+
+
+def test_many_own_blocks_get_a_legend_in_columns_and_keep_the_panel():
+    """stack96's grad ratio with the eleven Hugging Face layers of config/models.yaml beside
+    Pre-LN (once a 1740 px column, a tiny panel over a one-column legend of 2-3 line labels):
+    a legend of two columns or more, no label over two lines nor "(HF layer)" broken, and the
+    panel as high as with three placements (a two-row legend, what `grid` leaves room for);
+    it reads well."""
+    from depthlab.vocabulary.variants import own_key
+
+    layers = [{"hf": f} for f in ("llama", "qwen2", "mistral", "gemma2", "olmo2", "gpt_neox",
+                                  "gpt2", "phi")]
+    layers += [{"hf": f, "init": "torch_default"} for f in ("llama", "gemma2", "olmo2")]
+    keys = ["pre", *(own_key("pre", hf.spec(layer)) for layer in layers)]
+    heights = []
+    for placements in (["post", "pre", "none"], keys):
+        fig = stack96_figures.grad_ratio_by_depth(grad_fits(placements))
+        finish(fig)
+        fig.canvas.draw()
+        heights.append(fig.axes[0].get_window_extent().height / fig.dpi)
+    (drawn,) = fig.legends
+    texts = legend_texts(fig)
+    assert len(texts) == len(keys) + 1 and drawn._ncols >= 2
+    assert max(t.count("\n") for t in texts) <= 1
+    assert all(line.count("(") == line.count(")") for t in texts for line in t.splitlines())
+    assert heights[1] == pytest.approx(heights[0], rel=0.05)
     check_reads_well(fig)
     plt.close(fig)
 

@@ -185,7 +185,9 @@ def test_the_workflow_plans_a_hugging_face_block_under_its_own_label():
     assert [j.shard for j in jobs] == [j.shard for j in study_jobs(config)]
     assert not any(c in j.shard for j in jobs for c in ":{}")
     assert job_id({"placement": "pre", "depth": 96}) == "placement-pre_depth-96"
-    assert label(own_key("pre", "hf-llama")) == "HF Llama decoder layer (own block)"
+    assert label(own_key("pre", "hf-llama")) == "Llama (HF layer)"
+    default = hf.spec({"hf": "gpt2", "init": "torch_default"})
+    assert label(own_key("pre", default)) == "GPT-2, Conv1D init (HF layer)"
     bad = {**config["studies"]["stack96"]["settings"], "block": {"hf": "gpt3"}}
     config["studies"]["stack96"]["settings"] = bad
     with pytest.raises(ConfigError, match=r"^studies\.stack96\.arms\.grad: block\.hf='gpt3' is "

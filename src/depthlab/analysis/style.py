@@ -7,9 +7,11 @@ wide (3.5 or 7 in), and atomic PNG (300 dpi) + SVG + PDF output."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
+import re
 import textwrap
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 import matplotlib
@@ -19,6 +21,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
+from matplotlib.font_manager import FontProperties  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter  # noqa: E402
 
@@ -30,7 +33,8 @@ from depthlab.vocabulary.variants import own_style  # noqa: E402
 DPI = 300  # of the PNG
 sns.set_theme(context="paper", style="ticks", rc={
     "axes.grid": True, "grid.alpha": 0.3, "svg.hashsalt": "depthlab", "pdf.fonttype": 42,
-    "figure.constrained_layout.use": True, "legend.frameon": False, "savefig.dpi": DPI})
+    "figure.constrained_layout.use": True, "legend.frameon": False, "savefig.dpi": DPI,
+    "legend.columnspacing": 1.2})  # ems between legend columns (matplotlib's 2 fits fewer)
 
 # the per-seed probe numbers the placement studies plot: quantity -> (axis label, log axis)
 PROBE_AXES = {
@@ -197,25 +201,70 @@ LEGEND_ROW_IN = 0.22  # inches of figure height per legend row (9-point text and
 
 
 WRAP_CHARS = 28  # legend labels up to this long stay on one line (every placement's does)
-LEGEND_PAD_CHARS = 4  # a legend entry's handle and spacing, in characters
+LEGEND_MARGIN_IN = 0.1  # inches of the figure's width left beside a legend, both sides together
 
 
-def legend_columns(labels: list[str], across: int) -> int:
-    """The most columns a legend of `labels` (filled column by column) can have with its
-    columns' widest lines, each with its handle, adding up to at most `across` characters."""
-    widths = [max(len(line) for line in lab.splitlines()) + LEGEND_PAD_CHARS for lab in labels]
-    for ncol in range(len(labels), 1, -1):
-        rows = -(-len(labels) // ncol)
-        if sum(max(widths[i:i + rows]) for i in range(0, len(labels), rows)) <= across:
-            return ncol
-    return 1
+def _kept(label: str) -> list[str]:
+    """A label's words, a parenthesised part ('(HF layer)') one word ('\\0' for its spaces)."""
+    return re.sub(r"\([^()]*\)", lambda m: m.group(0).replace(" ", "\0"), label).split()
+
+
+def wrap(label: str, limit: float, width: Callable[[str], float] = len) -> str:
+    """`label` in lines at most `limit` wide (`width` of a line: its characters, or inches as
+    drawn) where its words allow, a parenthesised part ('(HF layer)') kept on one line; a label
+    up to WRAP_CHARS characters long stays whole."""
+    if len(label) <= WRAP_CHARS or width(label) <= limit:
+        return label
+    lines: list[str] = []
+    for word in _kept(label):
+        joined = f"{lines[-1]} {word}" if lines else word
+        if lines and width(joined.replace("\0", " ")) <= limit:
+            lines[-1] = joined
+        else:
+            lines.append(word)
+    return "\n".join(lines).replace("\0", " ")
+
+
+def _columns(labels: list[str], ncol: int) -> list[list[str]]:
+    """The labels of each column of a legend of `ncol` columns, in order, as matplotlib splits
+    them (numpy.array_split: the first len % ncol columns one longer)."""
+    return [list(col) for col in np.array_split(np.array(labels, dtype=object), ncol) if len(col)]
+
+
+def legend_layouts(labels: list[str], across: float, width: Callable[[str], float] = len,
+                   entry: float = 5, gap: float = 3) -> list[tuple[int, list[str]]]:
+    """The layouts (columns, labels as wrapped) of a legend of `labels` at most `across` wide
+    (`width` of a line, `entry` the handle before each label, `gap` between columns, in one
+    unit: characters, or inches as drawn), flattest first (fewest lines in its tallest column;
+    then more columns, then fewer lines): for each column count the labels longer than
+    WRAP_CHARS wrapped as little as lets the columns fit (`wrap` at the widest limit that
+    does). One column always: the last resort."""
+    long = [lab for lab in labels if len(lab) > WRAP_CHARS]
+    # the limits that wrap differently: each long label's first words, widest first
+    limits = sorted({width(" ".join(words[:i]).replace("\0", " ")) for lab in long
+                     for words in [_kept(lab)] for i in range(1, len(words) + 1)},
+                    reverse=True) or [math.inf]
+    layouts = []
+    for ncol in range(len(labels), 0, -1):
+        for limit in limits:
+            wrapped = [wrap(lab, limit, width) for lab in labels]
+            cols = _columns(wrapped, ncol)
+            wide = sum(max(width(line) for lab in col for line in lab.splitlines()) + entry
+                       for col in cols) + (len(cols) - 1) * gap
+            if wide <= across or (ncol == 1 and limit == limits[-1]):
+                lines = [sum(lab.count("\n") + 1 for lab in col) for col in cols]
+                layouts.append((max(lines), -len(cols), sum(lines), wrapped))
+                break
+    return [(-neg, wrapped) for _, neg, _, wrapped in sorted(layouts, key=lambda x: x[:3])]
 
 
 def legend(fig, levels: Iterable[str], style=None, markers: bool = True, extra=(),
            notes: Iterable[str] = (), ncol: int | None = None) -> None:
     """One legend for the figure, below its panels, listing `levels` (only what is drawn),
     `extra` (handle, label) pairs (references, theory curves) and `notes` (text lines, e.g.
-    which curves lie on each other); as many columns as the figure's width holds."""
+    which curves lie on each other); in the flattest layout the figure's width holds
+    (`legend_layouts` on the labels' widths as drawn, at most `ncol` columns), the figure
+    growing by its height."""
     hs, labels = handles(list(dict.fromkeys(levels)), style, markers)
     for h, lab in extra:
         hs.append(h)
@@ -223,29 +272,32 @@ def legend(fig, levels: Iterable[str], style=None, markers: bool = True, extra=(
     for note in dict.fromkeys(notes):
         hs.append(Line2D([], [], color="none"))
         labels.append(note)
-    if hs:
-        # a label longer than a placement's (WRAP_CHARS) wraps at half the figure's width; then
-        # as many columns as fit across the figure
-        size = plt.rcParams["legend.fontsize"]
-        size = size if isinstance(size, (int, float)) else plt.rcParams["font.size"]
-        across = int((fig.get_figwidth() - 0.2) / char_in(size))
-        wrap = min(across - LEGEND_PAD_CHARS, max(WRAP_CHARS, across // 2 - LEGEND_PAD_CHARS))
-        labels = [textwrap.fill(lab, wrap, break_long_words=False) for lab in labels]
-        fit = legend_columns(labels, across)
-        ncol = min(ncol or fit, fit)
-        # fewer columns while the legend, as drawn, is wider than the figure (the estimate in
-        # characters misses a font's widths)
-        renderer = fig.canvas.get_renderer()
-        while True:
-            drawn = fig.legend(hs, labels, loc="outside lower center", ncol=ncol)
-            if ncol == 1 or drawn.get_window_extent(renderer).width <= fig.bbox.width:
-                break
-            drawn.remove()
-            ncol -= 1
-        # the figure grows by the legend's rows beyond the two `grid` leaves room for, so that
-        # the panels keep their size however many placements the legend lists
-        rows = -(-len(hs) // ncol)
-        fig.set_figheight(fig.get_figheight() + LEGEND_ROW_IN * max(0, rows - 2))
+    if not hs:
+        return
+    renderer = fig.canvas.get_renderer()
+    font = FontProperties(size=plt.rcParams["legend.fontsize"])
+    em = font.get_size_in_points() / 72  # inches
+    per_inch = renderer.points_to_pixels(72.0)
+
+    @functools.cache
+    def inches(line: str) -> float:
+        return renderer.get_text_width_height_descent(line, font, ismath=False)[0] / per_inch
+
+    rc = plt.rcParams
+    layouts = legend_layouts(
+        labels, fig.get_figwidth() - LEGEND_MARGIN_IN - 2 * rc["legend.borderpad"] * em, inches,
+        (rc["legend.handlelength"] + rc["legend.handletextpad"]) * em,
+        rc["legend.columnspacing"] * em)
+    # the next layout while the legend, as drawn, is wider than the figure
+    for n, wrapped in [(n, w) for n, w in layouts if n <= (ncol or len(labels))]:
+        drawn = fig.legend(hs, wrapped, loc="outside lower center", ncol=n)
+        if n == 1 or drawn.get_window_extent(renderer).width <= fig.bbox.width:
+            break
+        drawn.remove()
+    # the figure grows by the legend's height beyond the two rows `grid` leaves room for, so
+    # that the panels keep their size however many lines the legend holds
+    tall = drawn.get_window_extent(renderer).height / fig.dpi
+    fig.set_figheight(fig.get_figheight() + max(0.0, tall - 2 * LEGEND_ROW_IN))
 
 
 def together(groups: Iterable[list[str]], style=None) -> list[str]:
@@ -313,12 +365,6 @@ def coinciding(frame: pd.DataFrame, x: str, by: str, rtol: float = 0.05) -> list
         else:
             groups.append([lv])
     return [g for g in groups if len(g) > 1]
-
-
-def char_in(points: float) -> float:
-    """The mean width of a character of a sans-serif font of `points` size, in inches
-    (DejaVu Sans, mixed text: about 0.6 em)."""
-    return 0.6 * points / 72
 
 
 # an x axis whose label names one of these counts whole things: integer ticks

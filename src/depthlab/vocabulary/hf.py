@@ -31,6 +31,10 @@ FAMILIES = {
 }
 # the init readings: the family's own `_init_weights`, or nn.Linear's default as built
 INITS = ("own", "torch_default")
+# an init reading in a name (`name`, `short_name`); GPT-2's maps are Conv1D, with their own
+# default draw
+INIT_NAMES = {"own": "own init", "torch_default": "nn.Linear init"}
+GPT2_DEFAULT = "Conv1D init"
 _NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 
 
@@ -85,9 +89,28 @@ def problem(block: str) -> str:
     return ""
 
 
+def _options(family: str, options: dict) -> list[str]:
+    """A spec's options as a name says them: the init in words (INIT_NAMES), others key=value."""
+    words = []
+    for key, value in options.items():
+        if key == "init" and value in INIT_NAMES:
+            default = value == "torch_default" and family == "gpt2"
+            words.append(GPT2_DEFAULT if default else INIT_NAMES[value])
+        else:
+            words.append(f"{key}={value}")
+    return words
+
+
 def name(block: str) -> str:
-    """A spec's name in tables, legends and captions: 'HF Llama decoder layer', then its
-    options ('HF Gemma 2 decoder layer, initializer_range=0.02')."""
+    """A spec's name in captions: 'HF Llama decoder layer', then its options ('HF Gemma 2
+    decoder layer, nn.Linear init, rms_norm_eps=1e-06')."""
     family, options = parse(block)
     return ", ".join([f"HF {FAMILIES.get(family, family)} decoder layer",
-                      *(f"{k}={v}" for k, v in options.items())])
+                      *_options(family, options)])
+
+
+def short_name(block: str) -> str:
+    """A spec's name in table columns and legends: the family, then its options ('Gemma 2',
+    'Gemma 2, nn.Linear init', 'Gemma 2, rms_norm_eps=1e-06')."""
+    family, options = parse(block)
+    return ", ".join([FAMILIES.get(family, family), *_options(family, options)])

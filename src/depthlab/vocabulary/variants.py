@@ -7,8 +7,9 @@ own, `<placement>@<module:function>`, before a table or figure is drawn (depthla
 Light (no pandas import): the Snakefile's catalogue writes the captions with it at parse time.
 Every table and figure then labels, orders and styles a placement key through `label`,
 `order`, `base` and `own_style` here: a built-in placement as the registry has it, an own block
-by its factory's name, "make_parallel (own block)", drawn in a colour, marker and dash of its
-own (greys and black: no placement of the registry is grey).
+by its factory's name, "make_parallel (own block)", a Hugging Face layer by its family,
+"Gemma 2 (HF layer)", "Gemma 2, nn.Linear init (HF layer)"; each drawn in a colour no
+placement of the registry has and a marker none uses (`own_style`).
 
 A `block` axis is one arm per block (depthlab.planner.grid.split_block_axes), each fitted on its
 own: `arm_names` names them `<arm>@<block's name>` (`grad@make_parallel`), which every target
@@ -25,10 +26,27 @@ from depthlab.vocabulary.placements import LABELS, ORDER
 
 OWN = "@"  # in a placement key: <placement>@<module:function>
 OWN_SUFFIX = " (own block)"
-# own blocks' looks, one after another: black and greys (the registry's colours are hues),
-# markers and dashes no placement of the registry uses
+HF_SUFFIX = " (HF layer)"
+# a Hugging Face family's look, whatever else a figure draws: a hue of Paul Tol's "muted"
+# scheme and a marker, neither a placement's of the registry (tested)
+HF_LOOKS = {
+    "llama": ("#332288", (3, 1, 0)),
+    "qwen2": ("#88ccee", (3, 1, 180)),
+    "mistral": ("#44aa99", (4, 1, 45)),
+    "gemma2": ("#117733", (5, 0, 180)),
+    "olmo2": ("#cc6677", (4, 0, 22.5)),
+    "gpt_neox": ("#882255", (3, 0, 45)),
+    "gpt2": ("#ddcc77", (5, 1, 180)),
+    "phi": ("#aa4499", (8, 1, 0)),
+}
+# an HF layer's dash is its init reading: its family's own solid, nn.Linear's dashed; any other
+# variant of a family in one figure (overrides) takes the next free of HF_MORE_DASHES
+HF_DASHES = {"own": "", "torch_default": (4, 1.5)}
+HF_MORE_DASHES = ((1, 1), (5, 1, 1, 1), (2, 2), (3, 1.5))
+# a factory's look, one after another: black and greys, then the HF hues no HF layer of the
+# figure has; markers and dashes no placement of the registry (nor an HF family) uses
 OWN_COLORS = ("black", "0.45", "0.65", "0.3")
-OWN_MARKERS = ("X", "P", "*", "h")
+OWN_MARKERS = ((7, 1, 0), (3, 0, 15), (4, 1, 22.5), (5, 1, 90))
 OWN_DASHES = ((3, 1.5), (1, 1), (5, 1, 1, 1), (2, 2))
 SPLIT = "@"  # in an arm's name: <arm>@<block's name>, one block of a `block` axis
 BUILT_IN = "built_in"  # the built-in block's name in an arm's name
@@ -95,8 +113,8 @@ def block_of(key: str) -> str:
 
 
 def block_name(block: str) -> str:
-    """An own block's name in tables, legends and captions: its factory's, 'make_parallel'; a
-    Hugging Face layer's, 'HF Llama decoder layer' (depthlab.vocabulary.hf.name)."""
+    """An own block's name in captions: its factory's, 'make_parallel'; a Hugging Face
+    layer's, 'HF Llama decoder layer' (depthlab.vocabulary.hf.name)."""
     if hf.is_hf(block):
         return hf.name(block)
     return block.rpartition(":")[2] or block
@@ -104,29 +122,75 @@ def block_name(block: str) -> str:
 
 def label(key: str) -> str:
     """A placement key as a reader sees it: the registry's label of a built-in placement
-    ('Pre-LN'), an own block's factory name ('make_parallel (own block)')."""
-    return f"{block_name(block_of(key))}{OWN_SUFFIX}" if is_own(key) else LABELS[key]
+    ('Pre-LN'), an own block's factory name ('make_parallel (own block)'), a Hugging Face
+    layer's family and options ('Gemma 2, nn.Linear init (HF layer)', hf.short_name)."""
+    if not is_own(key):
+        return LABELS[key]
+    block = block_of(key)
+    if hf.is_hf(block):
+        return f"{hf.short_name(block)}{HF_SUFFIX}"
+    return f"{block_name(block)}{OWN_SUFFIX}"
+
+
+def _family(key: str) -> str:
+    """The Hugging Face family of an own block's key (one of HF_LOOKS), '' for a factory."""
+    block = block_of(key)
+    family = hf.parse(block)[0] if hf.is_hf(block) else ""
+    return family if family in HF_LOOKS else ""
+
+
+def _own_rank(key: str) -> tuple:
+    """Own blocks of one placement: factories by name, then HF layers in HF_LOOKS's order,
+    each family's plain layer first."""
+    family = _family(key)
+    return (list(HF_LOOKS).index(family) + 1 if family else 0, key)
 
 
 def order(keys: Iterable[str]) -> list[str]:
     """The keys present, in the registry's order, each own block right after the placement it
-    follows (own blocks of one placement by name)."""
+    follows (own blocks of one placement: `_own_rank`)."""
     present = set(keys)
     out = []
     for placement in ORDER:
         if placement in present:
             out.append(placement)
-        out += sorted(k for k in present if is_own(k) and base(k) == placement)
+        out += sorted((k for k in present if is_own(k) and base(k) == placement),
+                      key=_own_rank)
     return out
 
 
 def own_style(keys: Iterable[str]) -> dict[str, dict]:
-    """The look of each own block among `keys` (label, colour, marker, dashes), one of
-    OWN_COLORS, OWN_MARKERS and OWN_DASHES each, in `order`."""
+    """The look of each own block among `keys` (label, colour, marker, dashes), in `order`: an
+    HF layer its family's hue and marker (HF_LOOKS), dashed by its init (HF_DASHES; a further
+    variant of a family the next free of HF_MORE_DASHES); a factory one of OWN_COLORS and then of
+    the hues of the HF families absent, of OWN_MARKERS and of OWN_DASHES. No two own blocks
+    of one figure look alike while its factories are at most 4 + the absent families and each
+    family has at most 6 variants."""
     own = [k for k in order(keys) if is_own(k)]
-    return {k: {"label": label(k), "color": OWN_COLORS[i % len(OWN_COLORS)],
-                "marker": OWN_MARKERS[i % len(OWN_MARKERS)],
-                "dashes": OWN_DASHES[i % len(OWN_DASHES)]} for i, k in enumerate(own)}
+    families = {_family(k) for k in own}
+    colors = [*OWN_COLORS, *(c for f, (c, _) in HF_LOOKS.items() if f not in families)]
+    out: dict[str, dict] = {}
+    taken: dict[str, set] = {}  # family -> the dashes its layers have
+    factories = 0
+    for k in own:
+        family = _family(k)
+        if family:
+            color, marker = HF_LOOKS[family]
+            options = hf.parse(block_of(k))[1]
+            used = taken.setdefault(family, set())
+            plain = set(options) <= {"init"}  # its init's dash, where no layer before took it
+            dashes = HF_DASHES.get(options.get("init", "own")) if plain else None
+            if dashes is None or dashes in used:
+                free = [d for d in HF_MORE_DASHES if d not in used]
+                dashes = free[0] if free else HF_MORE_DASHES[len(used) % len(HF_MORE_DASHES)]
+            used.add(dashes)
+        else:
+            i = factories
+            factories += 1
+            color, marker = colors[i % len(colors)], OWN_MARKERS[i % len(OWN_MARKERS)]
+            dashes = OWN_DASHES[i % len(OWN_DASHES)]
+        out[k] = {"label": label(k), "color": color, "marker": marker, "dashes": dashes}
+    return out
 
 
 def with_blocks(fits, blocks: Mapping[str, str] | None):
