@@ -14,8 +14,9 @@ SWEEP = ("The sweep of training recipes: Post-LN, DeepNorm, Pre-LN and ReZero (o
          "per family of the registry, and DeepNorm, the fix whose claim the comparison grades) "
          "at four peak rates half a decade apart with the 20-step warmup, and Post-LN and "
          "DeepNorm with 50- and 100-step warmups at 1e-3; a placement's best recipe is the one "
-         "with the lowest seed mean of the final validation loss on the selection seeds (0-4), "
-         "and its loss is reported on 5 held-out seeds (500-504) trained at every recipe.")
+         "with the lowest seed mean of the final validation loss on the selection seeds (0-4 "
+         "in config/fixes.yaml), and its loss is reported on 5 held-out seeds (500-504 there) "
+         "trained at every recipe.")
 
 # the arms of the sweep: the warmup arm's rate, the other rates, the longer warmups, the
 # held-out seeds (a config without them, config/rezero_deep.yaml, has no sweep to show)
@@ -102,8 +103,8 @@ TARGETS = declare(
         "fixes training: the swept placements ranked at their best recipes on held-out seeds, "
         "paired against Pre-LN",
         draw="tables:best_rate_ranking", reads=SWEEP_ARMS,
-        title="The swept placements ranked at their best recipes (chosen on seeds 0-4, "
-        "reported on held-out seeds)",
+        title="The swept placements ranked at their best recipes (chosen on the selection "
+        "seeds, reported on held-out seeds)",
         note="interior: rates below and above the best were swept at its warmup. val loss: "
         "seed mean [95% t-interval] at the last step (nats/char) of the seeds named under "
         "'reported on' (held-out seeds took no part in the choice); the selection seeds' mean "
