@@ -53,9 +53,10 @@ run: setup
 test: setup
 	$(BIN)/pytest -q -n auto
 
-# the tests that start no Snakemake run (pytest marker `workflow`): the inner loop
+# the inner loop: the tests that start no Snakemake run (marker `workflow`) and take under
+# about a second (marker `slow`)
 test-fast: setup
-	$(BIN)/pytest -q -n auto -m "not workflow"
+	$(BIN)/pytest -q -n auto -m "not workflow and not slow"
 
 lint: setup
 	$(BIN)/snakemake --lint

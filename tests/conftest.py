@@ -92,6 +92,19 @@ def edited(base: dict, edits: dict) -> dict:
     return out
 
 
+# the fixtures that measure (module, fixture): every test using one is marked slow
+SLOW_FIXTURES = {("test_fixes", "measured"), ("test_claims_truth", "table"),
+                 ("test_scale", "fits")}
+
+
+def pytest_collection_modifyitems(items) -> None:
+    """Mark `slow` each test that uses a fixture of SLOW_FIXTURES (make test-fast skips them)."""
+    for item in items:
+        module = item.module.__name__.rpartition(".")[2] if item.module else ""
+        if any((module, f) in SLOW_FIXTURES for f in getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
+
 CONSOLE = "console.txt"  # in a shared run's folder
 
 

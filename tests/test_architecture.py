@@ -152,6 +152,7 @@ def test_what_snakemake_imports_while_parsing_is_light():
     assert out.stdout.strip() == "[]", out.stdout
 
 
+@pytest.mark.slow
 def test_jobs_that_compute_nothing_import_no_torch():
     """The adapters' top-level imports (workflow/scripts/*.py; the train job aside, and the
     measure job's import of its compute modules is deferred to a job that measures a cell) and
@@ -169,6 +170,7 @@ def test_jobs_that_compute_nothing_import_no_torch():
     assert out.stdout.strip() == "False"
 
 
+@pytest.mark.slow
 def test_a_study_figure_imports_no_other_study():
     code = ("import sys\nfrom depthlab.studies import BY_NAME, drawing\n"
             "drawing(BY_NAME['fig_grad_ratio_by_depth'])\n"

@@ -49,6 +49,7 @@ def test_the_plain_stream_factor_is_depthlab_s():
     assert plain.stream_factor(3, 3.0, 0) == pytest.approx(ours, rel=1e-10)
 
 
+@pytest.mark.slow
 def test_the_cost_report_runs_on_the_tiny_config():
     out = subprocess.run([sys.executable, "-m", "benchmarks.study_cost", "config/tiny.yaml",
                           "--nodes", "1", "2"], cwd=ROOT, capture_output=True, text=True,
@@ -127,6 +128,7 @@ def test_gpu_check_measures_a_cell_as_measure_cell_does():
                                    alone.set_index(keys)["value"].sort_index())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("placement", ["pre", "post", "deepnorm"])
 def test_the_compiled_block_loop_computes_depthlab_s_forward_and_its_gradients(placement):
     """benchmarks/compiled.py: the block loop of one block function gives depthlab's forward

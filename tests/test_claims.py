@@ -818,6 +818,7 @@ def test_every_graded_number_carries_its_p_and_q_and_the_gate_counts_only_what_s
     assert (table["outcome_rule"].iloc[1:] == "inconclusive").all()
 
 
+@pytest.mark.slow
 def test_a_curve_s_band_is_simultaneous_and_covers_the_mean_curve():
     """The sup-t band holds the true mean curve at all K points together in 95% +- 3% of
     trials (36 seeds, 8 points, 300 trials: binomial sd 1.3%), where the pointwise intervals

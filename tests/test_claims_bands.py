@@ -108,6 +108,7 @@ def _coverage(pools, statistic, n, pool, log, trials=TRIALS, chunk=None, seed=11
     ("t3 pair", "ratio", 24, 24, True),
     ("normal pair", "ratio", 6, 36, True),  # and not too wide on well-behaved seeds
 ])
+@pytest.mark.slow
 def test_the_band_covers_a_fresh_sample_s_statistic_95_percent_of_the_time(
         pools, statistic, n, pool, log):
     """Known truth: pool and note sample drawn from one distribution (normal and t3 with the

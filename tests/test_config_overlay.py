@@ -150,6 +150,7 @@ def test_a_file_holding_one_setting_is_the_default_config_with_that_setting(tmp_
 
 @pytest.mark.parametrize("name", sorted(p.name for p in (ROOT / "config").glob("*.yaml")
                                         if p.name not in ("claims.yaml", "frozen.yaml")))
+@pytest.mark.slow
 def test_every_shipped_config_merged_onto_the_defaults_is_valid(name):
     config = config_of(ROOT, f"config/{name}")
     # the GPU configs name device cuda: checked here as on a cluster's login node

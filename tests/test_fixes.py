@@ -302,6 +302,7 @@ def synthetic_update_table(exponent: float, depths=(6, 12, 24, 48), seeds: int =
     return pd.DataFrame(out)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("exponent", [0.0, 0.574, -0.5])
 def test_the_update_exponent_recovers_a_power_law(exponent):
     """On a synthetic table with dF/η = c L^a per seed, the fit's exponent across depths is a
@@ -349,6 +350,7 @@ def test_gradient_readings_table_has_every_placement_under_every_reading(fits):
     assert post["all parameters, MSE"] != post["weight matrices, MSE"]
 
 
+@pytest.mark.slow
 def test_every_fixes_figure_draws(fits):
     import matplotlib.pyplot as plt
 

@@ -78,6 +78,7 @@ def hf_forward(family: str, blocks: list[nn.Module], x: torch.Tensor) -> torch.T
         return model(inputs_embeds=x, use_cache=False).last_hidden_state
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", list(hf.FAMILIES))
 def test_the_stack_equals_the_family_model(family):
     s = settings(family)
@@ -207,6 +208,7 @@ def test_a_measured_cell_gets_the_branch_probes(family, parallel):
     assert ("delta" in set(rows["metric"])) is not parallel
 
 
+@pytest.mark.slow
 def test_depthlab_imports_transformers_only_to_build_a_layer():
     code = ("import sys, depthlab.core.measure, depthlab.core.hf_layers, depthlab.planner.validate"
             "\nassert 'transformers' not in sys.modules")

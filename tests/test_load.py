@@ -74,6 +74,7 @@ def wildcards(key: tuple[str, str, str]) -> SimpleNamespace:
     return SimpleNamespace(study=key[0], arm=key[1], job=key[2])
 
 
+@pytest.mark.slow
 def test_a_checkout_plans_the_config_with_its_own_files(here):
     validated = []
     plan = plan_of(UNNAMED, validated=validated)
@@ -172,6 +173,7 @@ def rule(name: str, *outputs: str) -> SimpleNamespace:
                            is_producer=lambda path: path in outputs)
 
 
+@pytest.mark.slow
 def test_last_checks_refuse_a_mistyped_target_in_one_line(here):
     plan = plan_of(UNNAMED, argv=["snakemake", "fig_grad_ratio_by_dept"])
     plan.workflow.rules = [rule("all"), rule("fig_grad_ratio_by_depth", "results/figures/a.png")]
@@ -182,6 +184,7 @@ def test_last_checks_refuse_a_mistyped_target_in_one_line(here):
     plan_of(UNNAMED, argv=["snakemake", "all"], rules=[rule("all")]).last_checks()
 
 
+@pytest.mark.slow
 def test_last_checks_refuse_a_report_of_results_built_with_another_config(here):
     (here / "results").mkdir()
     (here / "results/provenance.json").write_text(json.dumps({"config": {"threads": 99}}))

@@ -154,6 +154,7 @@ def test_a_forward_only_cell_holds_its_blocks_when_they_fit_and_streams_them_whe
 @pytest.mark.parametrize("placement", ORDER)
 @pytest.mark.parametrize("options", [{"grad_of": "params"},
                                      {"grad_of": "weights", "loss": "cross_entropy"}])
+@pytest.mark.slow
 def test_recomputed_backward_gives_the_full_graph_s_gradients(placement, options):
     """The backward pass that recomputes one block at a time from its stored input
     (depthlab.core.recompute) gives every block's gradient norm and the loss of the full graph's
@@ -214,6 +215,7 @@ def _values(s: RunSettings, threads: int) -> torch.Tensor:
     return torch.tensor(frame.sort_values(keys, kind="stable")["value"].to_numpy())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("placement", ["pre", "post"])
 def test_numbers_do_not_depend_on_threads_or_seed_split(placement):
     """A job's numbers are the same bit for bit when it runs again on the same threads and

@@ -253,6 +253,7 @@ def test_an_own_block_in_a_trained_study_is_refused_before_any_job():
         check_config(config, ROOT / "workflow/schemas/config.schema.yaml")
 
 
+@pytest.mark.slow
 def test_plot_module_draws_each_metric_s_seed_median_by_block():
     """A panel per metric, x the block index, its line the median across seeds of each layer
     (computed here from the rows), its axis labelled with the metric and the band's meaning."""
@@ -335,6 +336,7 @@ def test_a_setting_given_to_an_own_block_says_it_may_be_ignored():
     assert init_of(pd.Series({"init": "fan_in"})) == "fan_in"
 
 
+@pytest.mark.slow
 def test_a_caption_names_the_own_block_and_cites_no_built_in_claim():
     """An arm of an own block in stack96's grad arm: the caption of every target reading it
     names the block, and cites no claim (the ledger grades none of them)."""

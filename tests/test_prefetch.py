@@ -63,6 +63,7 @@ def small(**kw) -> RunSettings:
     return RunSettings(**{"d_model": 16, "heads": 4, "tokens": 8, **kw})
 
 
+@pytest.mark.slow
 def test_a_job_measured_with_passes_drawn_ahead_gives_the_same_rows_bit_for_bit():
     """A job mixing a gradient cell in two passes, a forward-only cell holding its blocks, one
     streaming them and a DeepNorm cell (its own-init generator): the same rows with each pass
@@ -92,6 +93,7 @@ def test_streamed_blocks_drawn_ahead_give_the_same_numbers(placement):
     assert torch.equal(y, y_ahead)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("placement", ["pre", "resi_dual", "deepnorm"])
 def test_a_recomputed_backward_with_blocks_drawn_ahead_gives_the_same_numbers(placement):
     """The backward pass that draws each block again (depthlab.core.recompute) gives the same

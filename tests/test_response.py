@@ -38,6 +38,7 @@ def head(x: torch.Tensor, params, s: RunSettings) -> torch.Tensor:
 @pytest.mark.parametrize("placement", ORDER)
 @pytest.mark.parametrize("activation", ["relu", "gelu"])
 # torch's forward-mode decompositions, imported on first use, call torch.jit.script
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
 def test_jvp_and_vjp_equal_autograd_s(placement, activation):
     """J v (double backward) against torch.autograd.functional.jvp and forward-mode AD, J^T u
@@ -67,6 +68,7 @@ def test_rezero_at_init_is_an_isometry():
                               atol=1e-10)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("placement", ["pre", "post", "deepnorm"])
 def test_estimates_match_the_dense_jacobian(placement):
     """Hutchinson's estimate is exactly the mean of ||J v_j||² / ||v_j||² over the seed's
@@ -184,6 +186,7 @@ THETA = {"weights": {"wq", "wk", "wv", "wo", "w1", "w2"},
          "sublayer": {"wq", "wk", "wv", "wo", "w1", "w2", "bq", "bk", "bv", "bo", "b1", "b2"}}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("placement", ["post", "pre", "deepnorm", "resi_dual"])
 @pytest.mark.parametrize("update_params", ["weights", "sublayer"])
 def test_update_params_moves_its_parameters_alone(placement, update_params):
@@ -221,6 +224,7 @@ def test_update_params_needs_the_update_probe_and_gradients():
         tiny(placement="rezero", update_lr=1e-3, update_params="weights").check()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("placement", ["post", "pre", "deepnorm", "deepnorm_torchscale"])
 def test_sgd_s_update_per_unit_lr_converges_as_lr_goes_to_zero(placement):
     """A linear response: dF/η = model_update / η under SGD tends to a limit as η → 0, so its

@@ -283,6 +283,7 @@ print((kb("VmHWM") - before) * 1024)
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("grad_of", ["none", "params"])
 def test_a_streamed_pass_holds_what_the_model_says_not_every_block(grad_of):
     """A forward-only pass (grad_of none) and one over its budget (it recomputes blocks in the
@@ -298,6 +299,7 @@ def test_a_streamed_pass_holds_what_the_model_says_not_every_block(grad_of):
     assert cost.pass_bytes(s) < cost.seeds_per_pass(s) * cost._graph_bytes(s) / 5
 
 
+@pytest.mark.slow
 def test_a_forward_only_pass_that_fits_holds_every_block_as_the_model_says():
     """A forward-only pass within its budget holds every block, drawn once: the peak RSS it
     adds is within the model's pass_bytes and at least half of it, and above what the same

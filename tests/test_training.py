@@ -239,6 +239,7 @@ def test_batched_seeds_train_as_if_alone(corpus):
     assert not torch.equal(both.model.embed[0], both.model.embed[1])
 
 
+@pytest.mark.slow
 def test_training_does_not_depend_on_the_thread_count(corpus):
     """The same cell trained on 1 and on 2 torch threads (float32, as the study trains) gives
     the same weights and probes bit for bit at sizes where torch splits its products over the
@@ -310,6 +311,7 @@ def test_general_form_slope_is_the_note_s_slope_when_variances_grow_linearly():
     assert -0.6 < expected < -0.45  # about -1/2 over the deep blocks
 
 
+@pytest.mark.slow
 def test_bfloat16_autocast_trains_close_to_float32(corpus):
     """autocast bfloat16: the training step's forward runs in bfloat16 (its loss differs from
     float32's by bfloat16's rounding, about 1e-2 relative), the weights stay float32, and it

@@ -381,11 +381,20 @@ def finish(fig) -> None:
     wrap_labels(fig)
 
 
-def wrap_labels(fig) -> None:
+def wrap_labels(fig, rounds: int = 3) -> None:
     """Each axis label and panel title of `fig` that runs past its axis, as laid out, wrapped
     into lines that fit it (in a column-wide figure a long y label breaks into lines instead of
-    leaving the figure)."""
+    leaving the figure); again while a wrap changes the layout so that another label no longer
+    fits its (narrower) axis, at most `rounds` times."""
+    for _ in range(rounds):
+        if not _wrap_once(fig):
+            return
+
+
+def _wrap_once(fig) -> bool:
+    """wrap_labels on the layout as drawn now; whether any label was wrapped."""
     fig.canvas.draw()
+    wrapped = False
     renderer = fig.canvas.get_renderer()
     for ax in fig.axes:
         if not ax.get_visible() or not ax.axison:
@@ -400,8 +409,11 @@ def wrap_labels(fig) -> None:
                 continue
             longest = max(len(line) for line in text.splitlines())
             chars = max(8, int(longest * length / size * 0.95))
-            label.set_text("\n".join(textwrap.fill(line, chars, break_long_words=False)
-                                      for line in text.splitlines()))
+            new = "\n".join(textwrap.fill(line, chars, break_long_words=False)
+                            for line in text.splitlines())
+            wrapped |= new != text
+            label.set_text(new)
+    return wrapped
 
 
 def save(fig, outputs: Mapping[str, str | Path]) -> None:
