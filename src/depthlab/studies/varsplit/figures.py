@@ -143,7 +143,8 @@ def residual_scaling(fits: pd.DataFrame):
         if scheme == "skip":  # the deep increments fall to round-off around 0
             for row in axes:
                 row[col].set_yscale("symlog", linthresh=1e-2)
-        axes[0][col].set_title(_scheme_title(scheme), fontsize=7)
+        # two lines at most in a quarter of a double column (a narrower panel would wrap more)
+        axes[0][col].set_title(textwrap.fill(_scheme_title(scheme), 14), fontsize=7)
         axes[1][col].set_xlabel("block l")
         # below the column's x label, however short the panel (an offset in points)
         below = transforms.offset_copy(axes[1][col].transAxes, fig=fig, y=-34, units="points")
