@@ -175,19 +175,13 @@ def backward(loss: Tensor, params: StackParams, trace: Trace, s: RunSettings) ->
            sublayers="head", log=True),
     Metric("branch_var", f"({INPUT_SD})²", "branch variance",
            "variance of each raw branch output of block l", sublayers="attn, mlp", log=True),
-    Metric("delta", f"({INPUT_SD})²", r"$\delta_l$",
-           "variance a branch adds on top of its skip path, where the stream telescopes "
-           "(Pre-LN)", sublayers="attn, mlp"),
     Metric("carry_var", f"({INPUT_SD})²", r"Var$(x_{d,l})$",
            "variance of a second stream after block l (ResiDual's x_d)", log=True),
 )
 def stream_stats(params: StackParams, trace: Trace, s: RunSettings) -> list[Probe]:
     """Residual-stream sd, variance and largest |coordinate| (stream_max_abs: the activation
     growth Peri-LN's and CogView's papers track) after every block (layer 0 = the input), before
-    any final norm, in input-sd units; where the stream telescopes (Pre-LN), the variance
-    increments delta_attn(l) = Var(h_l) - c^2 Var(x_{l-1}) and delta_mlp(l) = Var(x_l) -
-    c^2 Var(h_l), the variance a branch adds on top of its skip path (c = s.skip, 1 by default,
-    when they telescope to V_L - V_0); the variance of each raw branch output; and where a
+    any final norm, in input-sd units; the variance of each raw branch output; and where a
     placement carries a second stream (ResiDual's x_d), its variance after every block
     (carry_var, layer 0 = the input)."""
     placement = PLACEMENTS[s.placement]
@@ -204,15 +198,28 @@ def stream_stats(params: StackParams, trace: Trace, s: RunSettings) -> list[Prob
     if trace.attn:  # an own block whose branches are not marked has none (core.own_block)
         probes[3:3] = [Probe("branch_var", "attn", blocks, _per_seed(_var, trace.attn)),
                        Probe("branch_var", "mlp", blocks, _per_seed(_var, trace.mlp))]
-    if placement.telescopes and trace.mid:
-        v_mid = _per_seed(_var, trace.mid)
-        probes += [
-            Probe("delta", "attn", blocks, v_mid - s.skip**2 * v_stream[:, :-1]),
-            Probe("delta", "mlp", blocks, v_stream[:, 1:] - s.skip**2 * v_mid),
-        ]
     if placement.carry:
         probes.append(Probe("carry_var", "block", layers, _per_seed(_var, trace.carry)))
     return probes
+
+
+@probe(
+    Metric("delta", f"({INPUT_SD})²", r"$\delta_l$",
+           "variance a branch adds on top of its skip path, where the stream telescopes "
+           "(Pre-LN)", sublayers="attn, mlp"),
+    points=("mid",),
+)
+def stream_increments(params: StackParams, trace: Trace, s: RunSettings) -> list[Probe]:
+    """Where the stream telescopes (Pre-LN), the variance increments delta_attn(l) = Var(h_l)
+    - c^2 Var(x_{l-1}) and delta_mlp(l) = Var(x_l) - c^2 Var(h_l), the variance a branch adds
+    on top of its skip path (c = s.skip, 1 by default, when they telescope to V_L - V_0), in
+    input-variance units; h_l is the stream between the two sublayers (hook point mid)."""
+    if not (PLACEMENTS[s.placement].telescopes and trace.mid):
+        return []
+    blocks = list(range(1, s.depth + 1))
+    v_stream, v_mid = _per_seed(_var, trace.stream), _per_seed(_var, trace.mid)
+    return [Probe("delta", "attn", blocks, v_mid - s.skip**2 * v_stream[:, :-1]),
+            Probe("delta", "mlp", blocks, v_stream[:, 1:] - s.skip**2 * v_mid)]
 
 
 def token_correlation(x: Tensor, batch: int) -> Tensor:
