@@ -69,7 +69,7 @@ def _names(block) -> tuple[str, str]:
     if not block:
         return BUILT_IN, BUILT_IN
     if hf.is_hf(block):
-        return _slug(f"hf_{block[len(hf.PREFIX):].split(';')[0]}"), _slug(block)
+        return _slug(f"hf_{hf.parse(block)[0]}"), _slug(block)
     return _slug(block.rpartition(":")[2]), _slug(block)
 
 
