@@ -373,22 +373,28 @@ COUNTED = ("block", "layer", "depth", "step")
 
 def finish(fig) -> None:
     """What every figure gets before it is saved: integer ticks on a linear axis of counted
-    things (blocks, layers, depth, steps), then `wrap_labels`."""
+    things (blocks, layers, depth, steps), then `wrap_labels`; then the layout, as last drawn,
+    is kept (layout engine 'none'), so that each format saved and each later draw reuses it
+    instead of laying the figure out again."""
     for ax in fig.axes:
         if ax.get_xscale() == "linear" and any(w in ax.get_xlabel() for w in COUNTED):
             ax.xaxis.set_major_locator(MaxNLocator(nbins="auto", integer=True,
                                                    steps=[1, 2, 5, 10]))
-    wrap_labels(fig)
+    if wrap_labels(fig):  # the last round wrapped: lay the new labels out
+        fig.canvas.draw()
+    fig.set_layout_engine("none")
 
 
-def wrap_labels(fig, rounds: int = 3) -> None:
+def wrap_labels(fig, rounds: int = 3) -> bool:
     """Each axis label and panel title of `fig` that runs past its axis, as laid out, wrapped
     into lines that fit it (in a column-wide figure a long y label breaks into lines instead of
     leaving the figure); again while a wrap changes the layout so that another label no longer
-    fits its (narrower) axis, at most `rounds` times."""
+    fits its (narrower) axis, at most `rounds` times. Whether the last round wrapped a label
+    (the layout drawn is then out of date)."""
     for _ in range(rounds):
         if not _wrap_once(fig):
-            return
+            return False
+    return True
 
 
 def _wrap_once(fig) -> bool:
