@@ -18,7 +18,7 @@ from conftest import ROOT, copy_workflow, run_snakemake
 from depthlab.planner import generated
 from depthlab.studies import TARGETS, drawing
 from depthlab.vocabulary import placements
-from depthlab.vocabulary.settings import CHOICES, KEYS, Key, RunSettings, setting
+from depthlab.vocabulary.settings import CHOICES, GROUPS, KEYS, Key, RunSettings, setting
 
 PACKAGE = ROOT / "src/depthlab"
 # the layers, lowest first: a module may import its own layer and the ones before it; the
@@ -230,8 +230,15 @@ def test_each_setting_is_declared_in_its_field():
         1, 0, "divides d_model")
     assert CHOICES["placement"] == tuple(placements.PLACEMENTS)
     assert not (PACKAGE / "vocabulary/keys.py").exists()
-    made = setting(3, "a meaning", least=1, choices=[1, 3])
-    assert made.default == 3 and made.metadata["key"] == Key("a meaning", least=1, choices=(1, 3))
+    made = setting(3, "a meaning", least=1, choices=[1, 3], group="probe")
+    assert made.default == 3 and made.metadata["key"] == Key("a meaning", "probe", least=1,
+                                                             choices=(1, 3))
+    # every setting in one of the three groups
+    groups = [key.group for key in KEYS.values()]
+    assert set(groups) == set(GROUPS) and [KEYS[n].group for n in ("depth", "seeds", "dtype")] == [
+        "model", "probe", "execution"]
+    with pytest.raises(ValueError, match="group='modle'"):
+        setting(3, "a meaning", group="modle")
 
 
 def test_the_generated_files_are_current(tmp_path):

@@ -20,7 +20,7 @@ from pathlib import Path
 from depthlab.core import measure, train  # noqa: F401  (their imports declare every metric)
 from depthlab.core.probes import METRICS
 from depthlab.vocabulary.placements import PLACEMENT_SETS, PLACEMENTS
-from depthlab.vocabulary.settings import CHOICES, KEYS, RunSettings
+from depthlab.vocabulary.settings import CHOICES, GROUPS, KEYS, RunSettings
 
 ROOT = Path(__file__).resolve().parents[3]  # the repository of a checkout
 SCHEMA_TYPES = {"int": "integer", "float": "number", "bool": "boolean", "str": "string"}
@@ -90,11 +90,16 @@ def _meaning(f: dataclasses.Field) -> str:
 
 
 def readme_settings_table() -> str:
-    """config/README.md's table of run settings."""
-    rows = ["| key | default | values | meaning |", "| --- | --- | --- | --- |"]
-    rows += [f"| `{f.name}` | {_default(f.default)} | {_values(f)} | {_meaning(f)} |"
-             for f in _fields()]
-    return "\n".join(rows)
+    """config/README.md's tables of run settings, one per group (the model, the probe, the
+    execution), each in the fields' order."""
+    parts = []
+    for group in GROUPS:
+        rows = [f"**The {group}**", "", "| key | default | values | meaning |",
+                "| --- | --- | --- | --- |"]
+        rows += [f"| `{f.name}` | {_default(f.default)} | {_values(f)} | {_meaning(f)} |"
+                 for f in _fields() if KEYS[f.name].group == group]
+        parts.append("\n".join(rows))
+    return "\n\n".join(parts)
 
 
 def readme_metrics_table() -> str:

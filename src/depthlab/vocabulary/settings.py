@@ -2,7 +2,8 @@
 reject a bad one (no torch import).
 
 A setting is one field of RunSettings: its name, type and default, and what `setting(...)`
-declares beside them (a Key): its meaning (config/README.md's table), a one-line summary (the
+declares beside them (a Key): its meaning and group (config/README.md's tables: the model, the
+probe, the execution), a one-line summary (the
 config schema's description), its bound, which RunSettings.check enforces, and its allowed
 values. KEYS and CHOICES are read from the fields; depthlab.planner.generated writes the
 schema's settings and config/README.md's table from them (a test checks they are current)."""
@@ -36,11 +37,19 @@ UPDATE_OPTIMIZERS = ("adam", "sgd")  # the first step of the update probe (updat
 UPDATE_PARAMS = ("all", "weights", "sublayer")
 
 
+# the groups of settings: what is built, what is fed to it and measured, how it is computed
+MODEL = "model"  # the stack: its placement, size, init and block
+PROBE = "probe"  # its input, loss and seeds, and what the probes measure
+EXECUTION = "execution"  # where and in which precision and passes it is computed
+GROUPS = (MODEL, PROBE, EXECUTION)
+
+
 @dataclass(frozen=True)
 class Key:
     """What a setting declares beside its name, type and default (`setting`)."""
 
     meaning: str  # what it sets (config/README.md; markdown)
+    group: str  # one of GROUPS (config/README.md's tables)
     summary: str = ""  # one line for the config schema's description ("" = the meaning)
     least: float | None = None  # the smallest value allowed
     above: float | None = None  # a bound the value must exceed
@@ -49,12 +58,14 @@ class Key:
     choices: tuple = ()  # its fixed set of allowed values (CHOICES; the schema's enum)
 
 
-def setting(default, meaning: str, *, summary: str = "", least: float | None = None,
-            above: float | None = None, values: str = "", also: str = "",
-            choices: tuple = ()):
+def setting(default, meaning: str, *, group: str, summary: str = "",
+            least: float | None = None, above: float | None = None, values: str = "",
+            also: str = "", choices: tuple = ()):
     """A RunSettings field with its default and its declaration (a Key, the field's
-    metadata["key"]): `depth: int = setting(6, "number of blocks L", least=1)`."""
-    key = Key(meaning, summary, least, above, values, also, tuple(choices))
+    metadata["key"]): `depth: int = setting(6, "number of blocks L", least=1, group=MODEL)`."""
+    if group not in GROUPS:
+        raise ValueError(f"setting group={group!r} is not one of {GROUPS}")
+    key = Key(meaning, group, summary, least, above, values, also, tuple(choices))
     return dataclasses.field(default=default, metadata={"key": key})
 
 
@@ -95,18 +106,20 @@ class RunSettings:
         "each with its paper)",
         summary="where the LayerNorms and the residual sit (depthlab.vocabulary.placements)",
         choices=tuple(PLACEMENTS),
+        group=MODEL,
     )
-    depth: int = setting(6, "number of blocks L", least=1)
-    d_model: int = setting(128, "width d", least=1)
+    depth: int = setting(6, "number of blocks L", least=1, group=MODEL)
+    d_model: int = setting(128, "width d", least=1, group=MODEL)
     heads: int = setting(
         4,
         "attention heads",
         summary="attention heads (must divide d_model)",
         least=1,
         values="divides d_model",
+        group=MODEL,
     )
-    ffn_mult: int = setting(4, "FFN hidden width / d", least=1)
-    activation: str = setting("relu", "FFN non-linearity", choices=ACTIVATIONS)
+    ffn_mult: int = setting(4, "FFN hidden width / d", least=1, group=MODEL)
+    activation: str = setting("relu", "FFN non-linearity", choices=ACTIVATIONS, group=MODEL)
     attention: str = setting(
         "linear",
         "whose initialisation the attention weights follow (the maths is the same): four "
@@ -115,8 +128,9 @@ class RunSettings:
         summary="whose init the attention weights follow (four nn.Linear, or "
                 "nn.MultiheadAttention)",
         choices=ATTENTIONS,
+        group=MODEL,
     )
-    causal: bool = setting(True, "causal attention mask")
+    causal: bool = setting(True, "causal attention mask", group=MODEL)
     init: str = setting(
         "torch_default",
         "`torch_default`: what `nn.Linear` / `nn.MultiheadAttention` draw; `fan_in`: weights "
@@ -138,6 +152,7 @@ class RunSettings:
             "too); fan_in, normal, gpt2 and xavier zero the biases, fairseq b_o only"
         ),
         choices=INITS,
+        group=MODEL,
     )
     bias: bool = setting(
         True,
@@ -149,6 +164,7 @@ class RunSettings:
             "the blocks' linear maps have biases (false: drawn, to keep the weights paired, then "
             "left out)"
         ),
+        group=MODEL,
     )
     out_scale: float = setting(
         1.0,
@@ -156,12 +172,14 @@ class RunSettings:
         "FFN matrix W2 (not their biases)",
         summary="multiplies the initial attention output projection Wo and second FFN matrix W2",
         above=0,
+        group=MODEL,
     )
     residual_scale: float = setting(
         1.0,
         "Pre-LN only: multiplies both branch outputs before they join the stream",
         summary="multiplies both branch outputs before they join the stream",
         above=0,
+        group=MODEL,
     )
     skip_scale: float = setting(
         1.0,
@@ -169,31 +187,36 @@ class RunSettings:
         "a(LN(x)), Post-LN h = LN(c·x + a(x)); not with `none`",
         summary="multiplies the skip path of every sublayer (as DeepNorm's alpha)",
         above=0,
+        group=MODEL,
     )
     final_norm: str = setting(
         "auto",
         "a LayerNorm between the last block and the loss; `auto` = Pre-LN only",
         summary="a LayerNorm between the last block and the loss (auto = the placement's own)",
         choices=FINAL_NORMS,
+        group=MODEL,
     )
-    dtype: str = setting("float64", "precision of weights and activations", choices=DTYPES)
+    dtype: str = setting("float64", "precision of weights and activations", choices=DTYPES,
+                         group=EXECUTION)
     device: str = setting(
         "cpu",
         "where the run executes (weights and inputs are drawn on the CPU first, so numbers do"
         " not depend on it beyond round-off)",
         summary="where the run executes",
         choices=DEVICES,
+        group=EXECUTION,
     )
-    batch: int = setting(1, "sequences per seed", least=1)
-    tokens: int = setting(128, "sequence length", least=2)
+    batch: int = setting(1, "sequences per seed", least=1, group=PROBE)
+    tokens: int = setting(128, "sequence length", least=2, group=PROBE)
     loss: str = setting(
         "mse",
         "MSE to N(0, 1) targets; or a linear head to `head_classes` classes with uniform "
         "random class targets",
         summary="MSE to N(0, 1) targets, or cross-entropy of a linear head",
         choices=LOSSES,
+        group=PROBE,
     )
-    head_classes: int = setting(64, "classes of the cross-entropy head", least=2)
+    head_classes: int = setting(64, "classes of the cross-entropy head", least=2, group=PROBE)
     grad_of: str = setting(
         "params",
         "the \"layer gradient\": Frobenius norm over all parameters of the block (LayerNorm "
@@ -202,14 +225,16 @@ class RunSettings:
         "forward-only study, about 3x faster)",
         summary="the layer gradient (all block parameters, its weight matrices, its input) or none",
         choices=GRAD_OF,
+        group=PROBE,
     )
-    seeds: int = setting(6, "seeds per cell", least=1)
+    seeds: int = setting(6, "seeds per cell", least=1, group=PROBE)
     seed_offset: int = setting(
         0,
         "seed i of a cell is `torch.manual_seed(seed_offset + i)` "
         "(`depthlab.vocabulary.settings.run_seed`)",
         summary="seed i of a cell is torch.manual_seed(seed_offset + i)",
         least=0,
+        group=PROBE,
     )
     seed_batch: int = setting(
         0,
@@ -217,6 +242,7 @@ class RunSettings:
         "tight",
         summary="seeds per batched pass (0 = as many as pass_mb allows)",
         least=0,
+        group=EXECUTION,
     )
     pass_mb: int = setting(
         2500,
@@ -228,12 +254,14 @@ class RunSettings:
         "bit in passes of 2 to 6 seeds, to round-off, 1e-14, in a pass of one seed: tested)",
         summary="memory bound of one batched pass in MB (0 = all seeds in one pass)",
         least=0,
+        group=EXECUTION,
     )
     block_corr: bool = setting(
         False,
         "Pre-LN only: also record corr(f_i, f_j) of every pair of block outputs, L(L−1)/2 "
         "values per seed (theory096); off elsewhere to keep tables small",
         summary="also record the correlation of every pair of block outputs (theory096)",
+        group=PROBE,
     )
     jacobian_dirs: int = setting(
         0,
@@ -249,6 +277,7 @@ class RunSettings:
             "many random directions and power-iteration steps (0 = off)"
         ),
         least=0,
+        group=PROBE,
     )
     update_lr: float = setting(
         0.0,
@@ -262,6 +291,7 @@ class RunSettings:
             "input and the stream (0 = off)"
         ),
         least=0,
+        group=PROBE,
     )
     update_optimizer: str = setting(
         "adam",
@@ -275,6 +305,7 @@ class RunSettings:
             "sgd (−lr·g)"
         ),
         choices=UPDATE_OPTIMIZERS,
+        group=PROBE,
     )
     update_params: str = setting(
         "all",
@@ -289,6 +320,7 @@ class RunSettings:
         summary="the parameters the update probe's first step moves: all, weights (the six "
                 "weight matrices of each block) or sublayer (and their biases)",
         choices=UPDATE_PARAMS,
+        group=PROBE,
     )
     block: str = setting(
         "",
@@ -307,6 +339,7 @@ class RunSettings:
         ),
         values="`module:function`, `{hf: <family>}`",
         also="object",
+        group=MODEL,
     )
 
     def __post_init__(self) -> None:
