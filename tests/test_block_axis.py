@@ -106,6 +106,24 @@ def test_a_block_axis_plans_one_arm_per_block():
     assert cat.claims_testing(target) == before.claims_testing(target) != []
 
 
+def test_a_placement_axis_varies_the_built_in_and_an_own_block_is_measured_once():
+    """Built-in placements beside own blocks in one arm: the placement axis gives the built-in
+    a job per placement, while the own block (it has no placement) is measured once, at the
+    arm's placement setting, which names the final norm it is read through."""
+    config = stack96(["", EXAMPLE])
+    config["studies"]["stack96"]["arms"]["grad"]["axes"]["placement"] = ["post", "pre", "peri"]
+    cat = catalogue(config)
+    jobs = sorted((j.arm, j.job) for j in cat.jobs.values())
+    assert jobs == [("grad", "placement-peri"), ("grad", "placement-post"),
+                    ("grad", "placement-pre"), ("grad@make_block", "placement-pre")]
+    # at another placement setting, the own block follows it (its final norm: Post-LN's none)
+    config = stack96(["", EXAMPLE], settings={"placement": "post"})
+    config["studies"]["stack96"]["arms"]["grad"]["axes"]["placement"] = ["post", "pre"]
+    own = [c.settings for j in catalogue(config).jobs.values() if j.arm == "grad@make_block"
+           for c in j.cells]
+    assert own and {(s.placement, s.uses_final_norm) for s in own} == {("post", False)}
+
+
 def test_the_models_config_plans_an_arm_per_layer_each_labelled_by_its_family():
     """config/models.yaml (docs/MODELS.md), planned dry (no layer built): one arm per block,
     12; its figure labels each Hugging Face layer by its family and init reading, in a hue and

@@ -74,8 +74,11 @@ def split_arms(spec: dict) -> dict:
     block, in the axis's order where the arm stood (named by variants.arm_names: the built-in
     keeps the arm's name where the arm measures it without the axis): each the arm with that
     block as a setting and the axis dropped (from `pack` too; an arm whose only axis it was
-    keeps its placement as one). The fits are computed per arm, some across an arm's cells (a
-    slope across depths), so the blocks' rows never merge. The arms without one are as given."""
+    keeps its placement as one). A `placement` axis varies the built-in block only: an own
+    block has no placement, and is measured once at the arm's `placement` setting (which names
+    the final norm it is read through), so that built-in placements stand beside own blocks in
+    one arm. The fits are computed per arm, some across an arm's cells (a slope across depths),
+    so the blocks' rows never merge. The arms without one are as given."""
     arms = spec.get("arms") or {}
     if not any("block" in ((a or {}).get("axes") or {}) for a in arms.values()):
         return arms
@@ -88,11 +91,13 @@ def split_arms(spec: dict) -> dict:
             continue
         settings = dict(arm_spec.get("settings") or {})
         measured = settings.get("block", study_block)
-        rest = {k: v for k, v in axes.items() if k != "block"} or {"placement": [settings.get(
-            "placement", (spec.get("settings") or {}).get("placement", RunSettings().placement))]}
+        placement = settings.get(
+            "placement", (spec.get("settings") or {}).get("placement", RunSettings().placement))
+        rest = {k: v for k, v in axes.items() if k != "block"} or {"placement": [placement]}
         for name, block in zip(arm_names(arm, axes["block"], measured), axes["block"],
                                strict=True):
-            one = copy.deepcopy({**arm_spec, "axes": rest})
+            own = {**rest, "placement": [placement]} if block and "placement" in rest else rest
+            one = copy.deepcopy({**arm_spec, "axes": own})
             if block or measured:
                 one["settings"] = {**settings, "block": block}
             if "pack" in arm_spec:
