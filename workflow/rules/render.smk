@@ -55,7 +55,10 @@ for target in PLAN.targets:
             conda:
                 "../envs/depthlab.yaml"
             params:
-                why=target.unavailable(PLAN.catalogue.arms, PLAN.shipped_configs),
+                # a function: the shipped configs are read only if this rule is asked for
+                why=lambda wildcards, target=target: target.unavailable(
+                    PLAN.catalogue.arms, PLAN.shipped_configs
+                ),
             message:
                 "{params.why}"
             shell:

@@ -62,7 +62,7 @@ from depthlab.planner.codehash import (
     study_code_hash,
 )
 from depthlab.planner.console import calm, closing_summary, remeasured
-from depthlab.planner.documented import shipped_configs
+from depthlab.planner.documented import ShippedConfigs
 from depthlab.planner.grid import arm_settings
 from depthlab.planner.overlay import DEFAULTS
 from depthlab.planner.reuse import owner_shards, reuse
@@ -254,7 +254,7 @@ class Plan:
         self.frozen = os.path.join(os.path.dirname(config["claims"]), "frozen.yaml")
         # the config files shipped in config/ (a target this config cannot build names those
         # that can); none where the workflow is loaded by URL (its config/ cannot be listed)
-        self.shipped_configs = (shipped_configs(self.depthlab, self.defaults)
+        self.shipped_configs = (ShippedConfigs(self.depthlab, self.defaults)
                                 if self.depthlab else {})
         # what each arm's cells share, as sorted JSON: the ledger's comparability with the notes
         self.arm_settings = json.dumps(arm_settings(list(self.jobs.values())), sort_keys=True)
