@@ -24,14 +24,13 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import NoReturn
 
-import yaml
-
 from depthlab.planner.console import report_command
 from depthlab.planner.documented import built_elsewhere
 from depthlab.planner.overlay import (
     BASE,
     DEFAULTS,
     keeping_nulls,
+    load_yaml,
     origin,
     overridden,
     read_config,
@@ -297,4 +296,4 @@ class Start:
 
 def read_yaml(path: str | Path) -> dict:
     """A YAML file's content (the workflow's schema, config/config.yaml)."""
-    return yaml.safe_load(Path(path).read_text())
+    return load_yaml(Path(path).read_text())

@@ -21,11 +21,11 @@ import re
 import sys
 from pathlib import Path
 
-import yaml
 from jsonschema import Draft202012Validator
 
 from depthlab.planner.cost import recomputes
 from depthlab.planner.grid import Job, split_block_axes, study_jobs
+from depthlab.planner.overlay import load_yaml
 from depthlab.vocabulary import hf
 from depthlab.vocabulary.settings import ConfigError, RunSettings
 from depthlab.vocabulary.variants import SPLIT, origin
@@ -230,7 +230,7 @@ def check_config(config: dict, schema_path: str | Path, studies=None,
     config is checked once: the split arms' names, with '@', are refused in a config given)."""
     if not isinstance(config, dict):
         raise ConfigError(f"config: must be a mapping, got {config!r}")
-    schema = yaml.safe_load(Path(schema_path).read_text())
+    schema = load_yaml(Path(schema_path).read_text())
     if studies is not None and isinstance(config.get("studies"), dict):
         # first, the well-formed names: an unknown study (a typo) lacks what the schema asks of
         # a study (its arms); an ill-formed name is the schema's to name
