@@ -49,14 +49,24 @@ def summarise_seeds(frame: pd.DataFrame, keys: list[str], quantity: str) -> pd.D
     lowest seed (seed0) and every seed's value in seed order (`seeds`, `seed_values`: the claims
     ledger pairs rows by seed and bootstraps from them), tagged with the quantity: one fit row
     per group."""
+    # the groups in groupby's order (sorted keys; rows with a missing key left out), each
+    # group's rows in frame order, then by seed as sort_values sorts them (numpy's quicksort);
+    # numpy arrays instead of a DataFrame per group: the same numbers, a fraction of the time
+    number = frame.groupby(keys, sort=True).ngroup().to_numpy(dtype=float)
+    kept = np.flatnonzero(~np.isnan(number))
+    order = kept[np.argsort(number[kept], kind="stable")]
+    starts = np.flatnonzero(np.diff(number[order], prepend=-1))
+    seeds, values = frame["seed"].to_numpy(), frame["value"].to_numpy(dtype=float)
+    columns = [frame[k] for k in keys]
     rows = []
-    for group, sub in frame.groupby(keys, sort=True):
-        sub = sub.sort_values("seed")
-        row = dict(zip(keys, group, strict=True))
-        row.update(seed_summary(sub["value"]))
-        row["seed0"] = float(sub["value"].iloc[0])
-        row["seeds"] = sub["seed"].astype(int).tolist()
-        row["seed_values"] = sub["value"].astype(float).tolist()
+    for members in np.split(order, starts[1:]) if len(order) else []:
+        members = members[np.argsort(seeds[members], kind="quicksort")]
+        v = values[members]
+        row = {k: column.iloc[members[0]] for k, column in zip(keys, columns, strict=True)}
+        row.update(seed_summary(v))
+        row["seed0"] = float(v[0])
+        row["seeds"] = seeds[members].astype(int).tolist()
+        row["seed_values"] = v.tolist()
         row["quantity"] = quantity
         rows.append(row)
     return pd.DataFrame(rows)
