@@ -57,12 +57,12 @@ def summarise_seeds(frame: pd.DataFrame, keys: list[str], quantity: str) -> pd.D
     order = kept[np.argsort(number[kept], kind="stable")]
     starts = np.flatnonzero(np.diff(number[order], prepend=-1))
     seeds, values = frame["seed"].to_numpy(), frame["value"].to_numpy(dtype=float)
-    columns = [frame[k] for k in keys]
+    columns = [frame[k].to_numpy() for k in keys]
     rows = []
     for members in np.split(order, starts[1:]) if len(order) else []:
         members = members[np.argsort(seeds[members], kind="quicksort")]
         v = values[members]
-        row = {k: column.iloc[members[0]] for k, column in zip(keys, columns, strict=True)}
+        row = {k: column[members[0]] for k, column in zip(keys, columns, strict=True)}
         row.update(seed_summary(v))
         row["seed0"] = float(v[0])
         row["seeds"] = seeds[members].astype(int).tolist()
