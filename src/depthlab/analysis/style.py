@@ -373,15 +373,16 @@ COUNTED = ("block", "layer", "depth", "step")
 
 def finish(fig) -> None:
     """What every figure gets before it is saved: integer ticks on a linear axis of counted
-    things (blocks, layers, depth, steps), then `wrap_labels`; then the layout, as last drawn,
+    things (blocks, layers, depth, steps), then `wrap_labels`; then the layout, as last laid out,
     is kept (layout engine 'none'), so that each format saved and each later draw reuses it
-    instead of laying the figure out again."""
+    instead of laying the figure out again. Laid out without rendering: text extents need no
+    pixels."""
     for ax in fig.axes:
         if ax.get_xscale() == "linear" and any(w in ax.get_xlabel() for w in COUNTED):
             ax.xaxis.set_major_locator(MaxNLocator(nbins="auto", integer=True,
                                                    steps=[1, 2, 5, 10]))
     if wrap_labels(fig):  # the last round wrapped: lay the new labels out
-        fig.canvas.draw()
+        fig.draw_without_rendering()
     fig.set_layout_engine("none")
 
 
@@ -390,7 +391,7 @@ def wrap_labels(fig, rounds: int = 3) -> bool:
     into lines that fit it (in a column-wide figure a long y label breaks into lines instead of
     leaving the figure); again while a wrap changes the layout so that another label no longer
     fits its (narrower) axis, at most `rounds` times. Whether the last round wrapped a label
-    (the layout drawn is then out of date)."""
+    (the layout is then out of date)."""
     for _ in range(rounds):
         if not _wrap_once(fig):
             return False
@@ -398,8 +399,8 @@ def wrap_labels(fig, rounds: int = 3) -> bool:
 
 
 def _wrap_once(fig) -> bool:
-    """wrap_labels on the layout as drawn now; whether any label was wrapped."""
-    fig.canvas.draw()
+    """wrap_labels on the layout as laid out now; whether any label was wrapped."""
+    fig.draw_without_rendering()
     wrapped = False
     renderer = fig.canvas.get_renderer()
     for ax in fig.axes:
