@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import math
 import re
 import subprocess
 import sys
@@ -266,6 +267,13 @@ def test_placements_are_defined_once():
     assert len(set(placements.COLORS.values())) == len(placements.PLACEMENTS)
     more = [placements.color(i) for i in range(200)]
     assert len(set(more)) == len(more) and all(re.fullmatch(r"#[0-9a-f]{6}", c) for c in more)
+    # and apart: each of the twelve colours after the listed ones at least 60 RGB units from
+    # every colour before it (an 18th placement's first free colour was once #c32222, 22 from
+    # DyT's #b2182b)
+    rgb = [tuple(int(c[k:k + 2], 16) for k in (1, 3, 5)) for c in more]
+    listed = len(placements.LISTED)
+    assert all(math.dist(rgb[i], rgb[j]) >= 60 for i in range(listed, listed + 12)
+               for j in range(i)), more[listed:listed + 12]
     # a marker each, so that curves differ in shape as well as colour
     assert len(set(placements.MARKERS.values())) == len(placements.PLACEMENTS)
     assert {p.family for p in placements.PLACEMENTS.values()} == set(placements.FAMILIES)

@@ -26,6 +26,7 @@ test it (docs/ARCHITECTURE.md, "Add a placement").
 from __future__ import annotations
 
 import colorsys
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -297,14 +298,38 @@ LISTED = ("#0173b2", "#de8f05", "#029e73", "#d55e00", "#cc78bc", "#ca9161", "#fb
           "#b2182b", "#56b4e9", "#252525", "#999933")
 
 
+# the colours `color` draws from after LISTED: 48 hues by 5 lightnesses at one saturation
+_CANDIDATES = tuple(
+    "#" + "".join(f"{round(255 * c):02x}" for c in colorsys.hls_to_rgb(h / 48, light, 0.7))
+    for light in (0.45, 0.3, 0.6, 0.38, 0.52) for h in range(48))
+
+
+def _rgb(hex_color: str) -> tuple[int, int, int]:
+    return tuple(int(hex_color[k:k + 2], 16) for k in (1, 3, 5))
+
+
+@functools.cache
+def _palette() -> tuple[str, ...]:
+    """LISTED, then, one at a time, the candidate farthest (RGB distance) from every colour
+    taken, until none is left (farthest-point sampling: no new colour sits beside an old one)."""
+    taken = list(LISTED)
+    rest = [c for c in _CANDIDATES if c not in taken]
+    nearest = [min(math.dist(_rgb(c), _rgb(t)) for t in taken) for c in rest]
+    while rest:
+        best = max(range(len(rest)), key=nearest.__getitem__)
+        new = rest.pop(best)
+        nearest.pop(best)
+        nearest = [min(d, math.dist(_rgb(c), _rgb(new))) for c, d in zip(rest, nearest,
+                                                                        strict=True)]
+        taken.append(new)
+    return tuple(taken)
+
+
 def color(i: int) -> str:
     """The i-th colour of the figures (the i-th placement's in the registry, the rest free for
-    other curves): LISTED's, then hues a golden angle apart at one lightness and saturation
-    (distinct, not checked for colour blindness)."""
-    if i < len(LISTED):
-        return LISTED[i]
-    rgb = colorsys.hls_to_rgb((i - len(LISTED)) * 0.381966 % 1.0, 0.45, 0.7)
-    return "#" + "".join(f"{round(255 * c):02x}" for c in rgb)
+    other curves): LISTED's, then the farthest of 240 hues and lightnesses from all before it
+    (distinct and apart, not checked for colour blindness); room for 258 colours."""
+    return LISTED[i] if i < len(LISTED) else _palette()[i]
 
 # the families of faceted figures: where the LayerNorm sits relative to the skip path
 POST = "LN after the residual join"
