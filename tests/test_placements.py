@@ -49,7 +49,7 @@ class Ref:
         self.s = s
         self.lin = {n: self._linear(p[f"w{n}"][seed], p[f"b{n}"][seed] if f"b{n}" in p else None)
                     for n in "qkvo12"}
-        self.ln = {norm: norm_module(p, norm, seed)
+        self.ln = {norm: norm_module(p, norm, seed, s.placement)
                    for norm in {name.rsplit("_", 1)[0] for name in p if name.startswith("ln")}}
         self.alpha = p["alpha"][seed] if "alpha" in p else None
         self.head_scale = p["head_scale"][seed] if "head_scale" in p else None
@@ -91,14 +91,23 @@ class Ref:
 NORM_SUFFIXES = {"layernorm": "wb", "rmsnorm": "w", "dyt": "wba"}
 
 
-def norm_module(p: dict, name: str, seed: int):
-    """One seed's norm `name` of parameters p: DyT, gamma * tanh(alpha x) + beta, where p holds
-    an alpha (Zhu et al. 2025), an nn.RMSNorm where it holds no bias, else an nn.LayerNorm."""
+# each placement's norm by its paper, not by the registry: LayerNorm, but DyT's, which replaces
+# every LayerNorm, the final one too, by gamma * tanh(alpha x) + beta (Zhu et al. 2025)
+PAPER_NORMS = {"dyt": "dyt"}
+
+
+def norm_module(p: dict, name: str, seed: int, placement: str):
+    """One seed's norm `name` of parameters p, of the kind `placement`'s paper uses
+    (PAPER_NORMS): DyT, gamma * tanh(alpha x) + beta; an nn.RMSNorm; else an nn.LayerNorm. The
+    parameters must be that kind's (a placement built with another norm fails here)."""
+    kind = PAPER_NORMS.get(placement, "layernorm")
+    held = "".join(k for k in "wba" if f"{name}_{k}" in p)
+    assert held == NORM_SUFFIXES[kind], (placement, name, kind, held)
     w = p[f"{name}_w"][seed]
-    if f"{name}_a" in p:
+    if kind == "dyt":
         alpha, b = p[f"{name}_a"][seed], p[f"{name}_b"][seed]
         return lambda x: w * torch.tanh(alpha * x) + b
-    if f"{name}_b" not in p:
+    if kind == "rmsnorm":
         rms = nn.RMSNorm(w.shape[0], dtype=torch.float64)
         with torch.no_grad():
             rms.weight.copy_(w)
@@ -166,7 +175,7 @@ def ref_forward(params, x, s: RunSettings, seed: int):
     for layer, p in enumerate(params.blocks, 1):
         h, carry = ref_block(s.placement, h, Ref(p, seed, s), layer, s, carry)
         streams.append(h)
-    norm = norm_module(final, "ln", seed)
+    norm = norm_module(final, "ln", seed, s.placement)
     if s.placement == "resi_dual":
         return streams, h + norm(carry)
     return streams, norm(h) if s.uses_final_norm else h
