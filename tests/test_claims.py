@@ -5,6 +5,7 @@ fit quantities the claims need, and the claims rule and the report on the tiny s
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -39,6 +40,7 @@ from depthlab.claims.schema import (
     load_claims,
     read_claims_file,
 )
+from depthlab.planner.grid import study_jobs
 from depthlab.planner.overlay import config_of
 from depthlab.studies.monitor import fit as monitor
 from depthlab.studies.stack96 import fit as stack96
@@ -904,6 +906,14 @@ def test_each_confirmatory_config_is_its_documented_run_on_the_frozen_pool(confi
     assert moved and {p: v - pool for p, v in moved.items()} == dict(_offsets(known))
     assert all(0 <= v < pool for v in dict(_offsets(known)).values())
     assert _without(fresh) == _without(known)
+    # cell by cell as the planner builds them: the same cells, each on the seeds of the
+    # documented one moved by the pool (a study that leaves seed_offset at its default too)
+    cells = [{(j.study, j.arm, c.label): c.settings for j in study_jobs(config) for c in j.cells}
+             for config in (fresh, known)]
+    assert cells[0].keys() == cells[1].keys() and cells[0]
+    for key, settings in cells[0].items():
+        was = cells[1][key]
+        assert settings == dataclasses.replace(was, seed_offset=was.seed_offset + pool), key
 
 
 def test_results_doc_heads_with_the_confirmatory_run_the_exploratory_beside():
