@@ -22,6 +22,7 @@ from depthlab.planner.overlay import (
 )
 from depthlab.planner.validate import check_config
 from depthlab.studies import STUDIES
+from depthlab.vocabulary.settings import ConfigError
 
 SCHEMA = ROOT / "workflow/schemas/config.schema.yaml"
 DEFAULT = yaml.safe_load((ROOT / "config/config.yaml").read_text())
@@ -167,6 +168,28 @@ def test_the_tiny_config_shrinks_the_default_and_the_fixes_config_replaces_its_s
     assert set(fixes["studies"]) == {"fixes", "fixestraining"}
     # the overlay holds only what shrinks: far shorter than the config it changes
     assert len((ROOT / "config/tiny.yaml").read_text().splitlines()) < 110
+
+
+@pytest.mark.parametrize("name", ["fixes", "scale", "training_gpu", "models", "tiny_fixes",
+                                  "fixes_gpu", "rezero_deep", "confirm_fixes"])
+def test_a_study_added_to_the_defaults_runs_in_no_named_run_that_does_not_list_it(name):
+    """A named run that runs other studies lists them (`only_studies`): a new study of
+    config/config.yaml (its package and its entry there) is not part of it, with no line in
+    its config; in the default run it is."""
+    added = overlay(DEFAULT, {"studies": {"cosine": copy.deepcopy(DEFAULT["studies"]["monitor"])}})
+    assert "cosine" in config_of(ROOT, defaults=added)["studies"]
+    run = config_of(ROOT, f"config/{name}.yaml", defaults=added)
+    assert "cosine" not in run["studies"] and run["studies"]
+    assert set(run["studies"]) == set(config_of(ROOT, f"config/{name}.yaml")["studies"])
+
+
+def test_only_studies_of_a_base_is_a_list_a_file_replaces_and_a_typo_is_one_line(tmp_path):
+    (tmp_path / "both.yaml").write_text("base: config/fixes.yaml\nonly_studies: [fixes]\n")
+    assert list(config_of(ROOT, tmp_path / "both.yaml")["studies"]) == ["fixes"]
+    typo = {**config_of(ROOT, "config/fixes.yaml"), "only_studies": ["fixes", "fixestrainig"]}
+    with pytest.raises(ConfigError, match=r"^only_studies: 'fixestrainig' is no study "
+                                          r"package's name; .*did you mean 'fixestraining'"):
+        check_config(typo, SCHEMA, STUDIES)
 
 
 @pytest.mark.workflow

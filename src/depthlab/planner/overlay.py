@@ -25,6 +25,9 @@ DEFAULTS = "config/config.yaml"
 # of its time (a Snakemake start reads the configs and the schema)
 FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 BASE = "base"  # a config's key naming the config file it changes
+# a config's key listing the studies it runs: the others its base configures are left out, so
+# that a study added to the defaults runs in no named run that does not list it
+ONLY = "only_studies"
 # a study's mappings that its arms override key by key (run settings, training settings)
 SCOPED = ("settings", "training")
 
@@ -103,22 +106,35 @@ def with_base(given: dict, root: str | Path | Callable[[str], str], defaults: di
               seen: tuple = (), read: list | None = None) -> dict:
     """`given` merged onto what it changes: the defaults, or, where it names a `base:` file
     (relative to where snakemake runs, else one of the workflow's own files: `workflow_file`
-    of `root`), that file's config, itself resolved the same way. A base that names no file, or
-    a chain of bases that loops, raises ValueError naming it. The base files read are appended
-    to `read` (absolute, nearest first)."""
+    of `root`), that file's config, itself resolved the same way; then, once the chain is
+    merged, only its `only_studies` (`running`). A base that names no file, or a chain of bases
+    that loops, raises ValueError naming it. The base files read are appended to `read`
+    (absolute, nearest first)."""
     if BASE not in given:
-        return overlay(defaults, given)
-    name = given[BASE]
-    found = [p for p in (Path(str(name)), workflow_file(root, str(name)))
-             if p is not None and p.is_file()]
-    if not isinstance(name, str) or not found:
-        raise ValueError(f"{BASE}={name!r}: no config file of that name")
-    if name in seen:
-        raise ValueError(f"{BASE}={name!r}: a chain of bases that comes back to it")
-    if read is not None:
-        read.append(found[0].absolute())
-    base = with_base(read_config(found[0]), root, defaults, (*seen, name), read)
-    return overlay(base, {k: v for k, v in given.items() if k != BASE})
+        merged = overlay(defaults, given)
+    else:
+        name = given[BASE]
+        found = [p for p in (Path(str(name)), workflow_file(root, str(name)))
+                 if p is not None and p.is_file()]
+        if not isinstance(name, str) or not found:
+            raise ValueError(f"{BASE}={name!r}: no config file of that name")
+        if name in seen:
+            raise ValueError(f"{BASE}={name!r}: a chain of bases that comes back to it")
+        if read is not None:
+            read.append(found[0].absolute())
+        base = with_base(read_config(found[0]), root, defaults, (*seen, name), read)
+        merged = overlay(base, {k: v for k, v in given.items() if k != BASE})
+    return merged if seen else running(merged)
+
+
+def running(config: dict) -> dict:
+    """`config` without the studies its `only_studies` list leaves out (a listed study it does
+    not configure is left out too: a base may list it and a file on it drop it; a name that is no
+    study package's is an error, validate.check_studies); all of them without the list."""
+    only = config.get(ONLY)
+    if not isinstance(only, list) or not isinstance(config.get("studies"), dict):
+        return config
+    return {**config, "studies": {k: v for k, v in config["studies"].items() if k in only}}
 
 
 def load_yaml(text: str):

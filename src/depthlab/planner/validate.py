@@ -25,7 +25,7 @@ from jsonschema import Draft202012Validator
 
 from depthlab.planner.cost import recomputes
 from depthlab.planner.grid import Job, split_block_axes, study_jobs
-from depthlab.planner.overlay import load_yaml
+from depthlab.planner.overlay import ONLY, load_yaml
 from depthlab.vocabulary import hf
 from depthlab.vocabulary.settings import ConfigError, RunSettings
 from depthlab.vocabulary.variants import SPLIT, origin
@@ -213,11 +213,15 @@ def reject_unheld_probes(jobs: list[Job]) -> None:
 
 def check_studies(config: dict, known) -> None:
     """Reject a study without a package (depthlab.studies.<name>): it would measure and build
-    nothing."""
+    nothing; and a name of `only_studies` (overlay.ONLY) that is no package's (a typo)."""
     for name in config["studies"]:
         if name not in known:
             raise ConfigError(f"studies.{name}: no study package of that name; known studies: "
                               f"{', '.join(known)}{_suggest(name, known)}")
+    for name in config.get(ONLY) or []:
+        if name not in known:
+            raise ConfigError(f"{ONLY}: {name!r} is no study package's name; known studies: "
+                              f"{', '.join(known)}{_suggest(str(name), known)}")
 
 
 def check_config(config: dict, schema_path: str | Path, studies=None,
@@ -236,7 +240,8 @@ def check_config(config: dict, schema_path: str | Path, studies=None,
         # a study (its arms); an ill-formed name is the schema's to name
         names = list(schema["properties"]["studies"]["patternProperties"])
         check_studies({"studies": {k: v for k, v in config["studies"].items()
-                                   if any(re.search(n, str(k)) for n in names)}}, studies)
+                                   if any(re.search(n, str(k)) for n in names)},
+                       ONLY: [n for n in config.get(ONLY) or [] if isinstance(n, str)]}, studies)
     check_schema(config, schema)
     reject_nonfinite(config)
     reject_missing_corpus(config)
