@@ -240,6 +240,8 @@ def test_each_setting_is_declared_in_its_field():
         "model", "probe", "execution"]
     with pytest.raises(ValueError, match="group='modle'"):
         setting(3, "a meaning", group="modle")
+    upper = setting(0.5, "a share", group="probe", above=0, below=1)
+    assert upper.metadata["key"] == Key("a share", "probe", above=0, below=1)
 
 
 def test_the_generated_files_are_current(tmp_path):
