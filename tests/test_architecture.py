@@ -317,8 +317,8 @@ def test_each_training_key_is_declared_in_its_field():
 
 
 def test_the_generated_files_are_current(tmp_path):
-    """The config schema's run settings, config/README.md's tables and the light copy of the
-    metrics are written from the vocabulary and the probes' declarations
+    """The config schema's run settings and training keys, config/README.md's tables and the
+    light copy of the metrics are written from the vocabulary and the probes' declarations
     (depthlab.planner.generated): a hand edit of them, or a setting, placement or probe added
     without `python -m depthlab.planner.generated`, fails here."""
     assert generated.stale() == []
@@ -328,6 +328,21 @@ def test_the_generated_files_are_current(tmp_path):
         (tmp_path / path).write_text((ROOT / path).read_text())
     edited = readme.read_text().replace("| number of blocks L |", "| blocks |")
     (tmp_path / "config/README.md").write_text(edited)
+    assert generated.stale(tmp_path) == ["config/README.md"]
+    # the training keys' schema entries and table too: a hand-edited bound, a meaning
+    schema = "workflow/schemas/config.schema.yaml"
+    assert {(path, name) for path, name, _ in generated.SECTIONS} >= {
+        (schema, "training"), ("config/README.md", "training")}
+    (tmp_path / "config/README.md").write_text(readme.read_text())
+    beta1 = '"maximum": 1, "description": "AdamW\'s beta1"'
+    assert beta1 in (ROOT / schema).read_text()
+    (tmp_path / schema).write_text((ROOT / schema).read_text().replace(
+        beta1, '"maximum": 2, "description": "AdamW\'s beta1"'))
+    assert generated.stale(tmp_path) == [schema]
+    (tmp_path / schema).write_text((ROOT / schema).read_text())
+    assert "| `steps` | 300 | ≥1 | optimiser updates |" in readme.read_text()
+    (tmp_path / "config/README.md").write_text(readme.read_text().replace(
+        "| `steps` | 300 | ≥1 | optimiser updates |", "| `steps` | 300 | ≥1 | updates |"))
     assert generated.stale(tmp_path) == ["config/README.md"]
     with pytest.raises(ValueError, match="config/README.md: no section 'settings'"):
         generated.with_section("no markers\n", "config/README.md", "settings", "x")

@@ -5,7 +5,8 @@ training study: its jobs are trained on the corpus (workflow/rules/train.smk) in
 measured at initialisation; the model itself is still described by `RunSettings`. Each training
 key is declared once, in its field, as a run setting is (`train_setting`: a Key with its
 meaning, summary, bounds and choices); TrainSettings.check enforces them (check_declared, as
-RunSettings.check).
+RunSettings.check), and depthlab.planner.generated writes the schema's `training:` properties
+and config/README.md's table of the training keys from them (a test checks they are current).
 """
 
 from __future__ import annotations
