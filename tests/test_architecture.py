@@ -19,7 +19,17 @@ from conftest import ROOT, copy_workflow, run_snakemake
 from depthlab.planner import generated
 from depthlab.studies import TARGETS, drawing
 from depthlab.vocabulary import placements
-from depthlab.vocabulary.settings import CHOICES, GROUPS, KEYS, Key, RunSettings, setting
+from depthlab.vocabulary.settings import (
+    CHOICES,
+    GROUPS,
+    KEYS,
+    ConfigError,
+    Key,
+    RunSettings,
+    declarations,
+    setting,
+)
+from depthlab.vocabulary.train_settings import TRAIN_KEYS, TRAINING, TrainSettings, train_setting
 
 PACKAGE = ROOT / "src/depthlab"
 # the layers, lowest first: a module may import its own layer and the ones before it; the
@@ -240,11 +250,75 @@ def test_each_setting_is_declared_in_its_field():
         "model", "probe", "execution"]
     with pytest.raises(ValueError, match="group='modle'"):
         setting(3, "a meaning", group="modle")
+    upper = setting(0.5, "a share", group="probe", above=0, below=1)
+    assert upper.metadata["key"] == Key("a share", "probe", above=0, below=1)
+
+
+# TrainSettings' fields as main declared them before the declarations moved into the fields:
+# the rows carry them as columns in this order (as_columns)
+TRAIN_FIELDS = [
+    ("steps", "int", 300), ("lr", "float", 1e-3), ("warmup_steps", "int", 0),
+    ("schedule", "str", "cosine"), ("min_lr_ratio", "float", 0.1),
+    ("weight_decay", "float", 0.1), ("beta1", "float", 0.9), ("beta2", "float", 0.99),
+    ("eps", "float", 1e-8), ("val_fraction", "float", 0.1), ("eval_every", "int", 25),
+    ("eval_batches", "int", 4), ("probe_batch", "int", 4),
+    ("checkpoints", "tuple[int, ...]", (0, 10, 30, 100, 300)), ("autocast", "str", "off"),
+]
+
+
+def test_each_training_key_is_declared_in_its_field():
+    """A training key is one TrainSettings field declared as a run setting is (train_setting:
+    a Key, in the training keys' own group), and its per-field check is the declarations'
+    (check_declared): a field declared with a tighter bound is checked by it, with no other
+    code; a field declared without a Key fails at import (declarations)."""
+    fields = dataclasses.fields(TrainSettings)
+    assert [(f.name, f.type, f.default) for f in fields] == TRAIN_FIELDS
+    assert [type(f.default) for f in fields] == [type(d) for _, _, d in TRAIN_FIELDS]
+    assert TRAIN_KEYS == {f.name: f.metadata["key"] for f in fields}
+    assert all(isinstance(key, Key) and key.meaning and key.group == TRAINING
+               for key in TRAIN_KEYS.values())
+    assert TRAINING not in GROUPS  # the run settings' tables hold no training key
+    # every key bounded or a choice, the bounds the schema and the check had before
+    bounds = {name: (k.least, k.above, k.most, k.below, k.choices)
+              for name, k in TRAIN_KEYS.items()}
+    assert bounds == {
+        **{name: (1, None, None, None, ()) for name in
+           ("steps", "eval_every", "eval_batches", "probe_batch")},
+        "lr": (None, 0, None, None, ()), "warmup_steps": (0, None, None, None, ()),
+        "schedule": (None, None, None, None, ("cosine", "constant")),
+        "min_lr_ratio": (0, None, 1, None, ()), "weight_decay": (0, None, None, None, ()),
+        "beta1": (0, None, 1, None, ()), "beta2": (0, None, 1, None, ()),
+        "eps": (None, 0, 1, None, ()), "val_fraction": (None, 0, None, 1, ()),
+        "checkpoints": (0, None, None, None, ()),
+        "autocast": (None, None, None, None, ("off", "bfloat16")),
+    }
+
+    @dataclasses.dataclass(frozen=True)
+    class Tighter(TrainSettings):
+        beta1: float = train_setting(0.9, "beta1", least=0.5, below=0.95)
+        steps: int = train_setting(300, "steps", least=1, most=400)
+
+    assert [f.name for f in dataclasses.fields(Tighter)] == [n for n, _, _ in TRAIN_FIELDS]
+    TrainSettings(beta1=0.97, steps=500, checkpoints=(0,)).check()
+    with pytest.raises(ConfigError,
+                       match=r"^training: steps=500 must be an integer in \[1, 400\]$"):
+        Tighter(steps=500, checkpoints=(0,)).check()
+    for beta1 in (0.97, 0.4):
+        with pytest.raises(ConfigError,
+                           match=rf"^training: beta1={beta1} must be a number in \[0.5, 0.95\)$"):
+            Tighter(beta1=beta1).check()
+
+    @dataclasses.dataclass(frozen=True)
+    class Undeclared:
+        steps: int = 300
+
+    with pytest.raises(TypeError, match="Undeclared.steps: declare it with its Key"):
+        declarations(Undeclared)
 
 
 def test_the_generated_files_are_current(tmp_path):
-    """The config schema's run settings, config/README.md's tables and the light copy of the
-    metrics are written from the vocabulary and the probes' declarations
+    """The config schema's run settings and training keys, config/README.md's tables and the
+    light copy of the metrics are written from the vocabulary and the probes' declarations
     (depthlab.planner.generated): a hand edit of them, or a setting, placement or probe added
     without `python -m depthlab.planner.generated`, fails here."""
     assert generated.stale() == []
@@ -254,6 +328,21 @@ def test_the_generated_files_are_current(tmp_path):
         (tmp_path / path).write_text((ROOT / path).read_text())
     edited = readme.read_text().replace("| number of blocks L |", "| blocks |")
     (tmp_path / "config/README.md").write_text(edited)
+    assert generated.stale(tmp_path) == ["config/README.md"]
+    # the training keys' schema entries and table too: a hand-edited bound, a meaning
+    schema = "workflow/schemas/config.schema.yaml"
+    assert {(path, name) for path, name, _ in generated.SECTIONS} >= {
+        (schema, "training"), ("config/README.md", "training")}
+    (tmp_path / "config/README.md").write_text(readme.read_text())
+    beta1 = '"maximum": 1, "description": "AdamW\'s beta1"'
+    assert beta1 in (ROOT / schema).read_text()
+    (tmp_path / schema).write_text((ROOT / schema).read_text().replace(
+        beta1, '"maximum": 2, "description": "AdamW\'s beta1"'))
+    assert generated.stale(tmp_path) == [schema]
+    (tmp_path / schema).write_text((ROOT / schema).read_text())
+    assert "| `steps` | 300 | ≥1 | optimiser updates |" in readme.read_text()
+    (tmp_path / "config/README.md").write_text(readme.read_text().replace(
+        "| `steps` | 300 | ≥1 | optimiser updates |", "| `steps` | 300 | ≥1 | updates |"))
     assert generated.stale(tmp_path) == ["config/README.md"]
     with pytest.raises(ValueError, match="config/README.md: no section 'settings'"):
         generated.with_section("no markers\n", "config/README.md", "settings", "x")

@@ -129,6 +129,45 @@ def test_train_settings_are_checked():
         training_arms(config, study_jobs(config))
 
 
+# a bad value of every training key, beside the bound it breaks (one each side of a bounded
+# number's interval, a value of another type), and the values at its bounds that are good
+BAD_TRAINING = [
+    ("steps", 0), ("steps", 2.5), ("steps", True), ("lr", 0), ("lr", -1e-3), ("lr", "1e-3"),
+    ("lr", float("nan")), ("warmup_steps", -1), ("warmup_steps", 301), ("schedule", "linear"),
+    ("min_lr_ratio", -0.1), ("min_lr_ratio", 1.5), ("weight_decay", -0.1),
+    ("weight_decay", float("inf")), ("beta1", -0.1), ("beta1", 1.01), ("beta2", 2),
+    ("beta2", False), ("eps", 0), ("eps", 1.5), ("val_fraction", 0), ("val_fraction", 1),
+    ("eval_every", 0), ("eval_batches", 0), ("probe_batch", -4), ("checkpoints", []),
+    ("checkpoints", [1, 10]), ("checkpoints", [0, 30, 10]), ("checkpoints", [0, 301]),
+    ("checkpoints", [0, 2.5]), ("autocast", "float16"), ("autocast", False),
+]
+GOOD_TRAINING = [
+    ("min_lr_ratio", 0), ("min_lr_ratio", 1), ("weight_decay", 0), ("beta1", 0), ("beta1", 1),
+    ("beta2", 1.0), ("eps", 1), ("val_fraction", 0.999), ("lr", 5), ("warmup_steps", 300),
+    ("checkpoints", [0]), ("checkpoints", [0, 300]), ("autocast", "bfloat16"),
+]
+
+
+@pytest.mark.parametrize(("key", "value"), BAD_TRAINING)
+def test_a_bad_training_value_is_one_line_naming_it(key, value):
+    """Each training key's bound and choices (declared in its field: train_setting) reject a
+    value outside them, as one line that names the key and the value; the values at the
+    bounds pass (BAD_TRAINING covers every key)."""
+    where = "studies.t.arms.a.training"
+    with pytest.raises(ConfigError) as raised:
+        TrainSettings.from_mapping({key: value}, where)
+    message = str(raised.value)
+    assert "\n" not in message
+    assert message.startswith(f"{where}: {key}={value!r} "), message
+
+
+def test_the_bad_training_values_cover_every_key_and_spare_the_bounds():
+    assert {key for key, _ in BAD_TRAINING} == {f.name for f in dataclasses.fields(TrainSettings)}
+    for key, value in GOOD_TRAINING:
+        assert getattr(TrainSettings.from_mapping({key: value}), key) == (
+            tuple(value) if isinstance(value, list) else value)
+
+
 def test_schedule_warms_up_then_decays():
     ts = TrainSettings(steps=100, warmup_steps=10, min_lr_ratio=0.1)
     factors = [ts.lr_factor(k) for k in range(100)]

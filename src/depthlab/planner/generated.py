@@ -1,12 +1,13 @@
 """The files written from the vocabulary and the engine's declarations, not by hand: the config
-schema's run settings (their names, types, bounds, choices and summaries), config/README.md's
-table of them (defaults, allowed values, meanings, every placement with its definition) and of
-the metrics a shard holds, and the light copy of the metrics (vocabulary/metrics.py's METRICS).
-Each is a marked section of its file; `python -m depthlab.planner.generated` rewrites the
-sections, and tests/test_architecture.py fails where one is stale. Sources: RunSettings' fields
-with their declarations, KEYS and CHOICES (vocabulary.settings), PLACEMENTS and PLACEMENT_SETS
-(vocabulary.placements), the metrics the engine declares (core.probes.METRICS, `@probe` and
-`@measures`)."""
+schema's run settings and training keys (their names, types, bounds, choices and summaries),
+config/README.md's tables of them (defaults, allowed values, meanings, every placement with its
+definition) and of the metrics a shard holds, and the light copy of the metrics
+(vocabulary/metrics.py's METRICS). Each is a marked section of its file; `python -m
+depthlab.planner.generated` rewrites the sections, and tests/test_architecture.py fails where
+one is stale. Sources: RunSettings' and TrainSettings' fields with their declarations (their
+Keys: KEYS and CHOICES of vocabulary.settings, TRAIN_KEYS of vocabulary.train_settings),
+PLACEMENTS and PLACEMENT_SETS (vocabulary.placements), the metrics the engine declares
+(core.probes.METRICS, `@probe` and `@measures`)."""
 
 from __future__ import annotations
 
@@ -17,17 +18,25 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import yaml
+
 from depthlab.core import measure, train  # noqa: F401  (their imports declare every metric)
 from depthlab.core.probes import METRICS
 from depthlab.vocabulary.placements import PLACEMENT_SETS, PLACEMENTS
-from depthlab.vocabulary.settings import CHOICES, GROUPS, KEYS, RunSettings
+from depthlab.vocabulary.settings import GROUPS, Key, RunSettings, interval
+from depthlab.vocabulary.train_settings import TrainSettings
 
 ROOT = Path(__file__).resolve().parents[3]  # the repository of a checkout
 SCHEMA_TYPES = {"int": "integer", "float": "number", "bool": "boolean", "str": "string"}
+TUPLE = re.compile(r"tuple\[(\w+), \.\.\.\]")  # a tuple field's type: its items'
 
 
-def _fields() -> list[dataclasses.Field]:
-    return list(dataclasses.fields(RunSettings))
+def _fields(cls: type = RunSettings) -> list[dataclasses.Field]:
+    return list(dataclasses.fields(cls))
+
+
+def _key(f: dataclasses.Field) -> Key:
+    return f.metadata["key"]
 
 
 def schema_setting_names() -> str:
@@ -35,21 +44,44 @@ def schema_setting_names() -> str:
     return "enum: " + json.dumps([f.name for f in _fields()])
 
 
+def _bounds(key: Key) -> dict:
+    """The JSON schema's bounds of a number declared by `key`."""
+    bounds = {"minimum": key.least, "exclusiveMinimum": key.above, "maximum": key.most,
+              "exclusiveMaximum": key.below}
+    return {word: bound for word, bound in bounds.items() if bound is not None}
+
+
+def _schema_property(f: dataclasses.Field) -> dict:
+    """The schema's entry of a field: its enum (its choices) or JSON type, its bounds and its
+    summary; a tuple field is a non-empty list of distinct items, each of its items' type and
+    the bounds (checkpoints: integers, at least 0)."""
+    key = _key(f)
+    if key.choices:
+        prop: dict = {"enum": list(key.choices)}
+    elif items := TUPLE.fullmatch(f.type):
+        prop = {"type": "array", "items": {"type": SCHEMA_TYPES[items[1]], **_bounds(key)},
+                "minItems": 1, "uniqueItems": True}
+    else:
+        prop = {"type": [SCHEMA_TYPES[f.type], key.also] if key.also else SCHEMA_TYPES[f.type],
+                **_bounds(key)}
+    prop["description"] = key.summary or key.meaning.replace("`", "")
+    return prop
+
+
+def _schema_properties(cls: type) -> str:
+    """One flow mapping per field of cls (RunSettings, TrainSettings), in their order."""
+    return "\n".join(f"{f.name}: {json.dumps(_schema_property(f), ensure_ascii=False)}"
+                     for f in _fields(cls))
+
+
 def schema_settings() -> str:
     """The schema's properties of `settings`: one flow mapping per RunSettings field."""
-    lines = []
-    for f in _fields():
-        key = KEYS[f.name]
-        prop: dict = ({"enum": list(CHOICES[f.name])} if f.name in CHOICES
-                      else {"type": [SCHEMA_TYPES[f.type], key.also] if key.also
-                            else SCHEMA_TYPES[f.type]})
-        if key.least is not None:
-            prop["minimum"] = key.least
-        if key.above is not None:
-            prop["exclusiveMinimum"] = key.above
-        prop["description"] = key.summary or key.meaning.replace("`", "")
-        lines.append(f"{f.name}: {json.dumps(prop, ensure_ascii=False)}")
-    return "\n".join(lines)
+    return _schema_properties(RunSettings)
+
+
+def schema_training() -> str:
+    """The schema's properties of `training`: one flow mapping per TrainSettings field."""
+    return _schema_properties(TrainSettings)
 
 
 def schema_placement_sets() -> str:
@@ -58,28 +90,38 @@ def schema_placement_sets() -> str:
 
 
 def _default(value) -> str:
+    """A default as a config gives it (YAML): a string YAML would read otherwise quoted
+    (`'off'`), a tuple as a list, a float in an exponent with its point (`1.0e-8`)."""
     if isinstance(value, bool):
         return str(value).lower()
     if isinstance(value, str):
-        return f"`{value}`" if value else '`""`'
+        return f"`{value if yaml.safe_load(value) == value else repr(value)}`" if value else \
+            '`""`'
+    if isinstance(value, tuple):
+        return json.dumps(list(value))
+    if isinstance(value, float) and "e" in repr(value):
+        mantissa, exponent = repr(value).split("e")
+        return f"{float(mantissa)}e{int(exponent):+d}"
     return str(value)
 
 
 def _values(f: dataclasses.Field) -> str:
-    key = KEYS[f.name]
-    if f.name in CHOICES:
-        return ", ".join(f"`{c}`" for c in CHOICES[f.name])
+    key = _key(f)
+    if key.choices:
+        return ", ".join(f"`{c}`" for c in key.choices)
     if key.values:
         return key.values
     if f.type == "bool":
         return "bool"
+    if key.most is not None or key.below is not None:
+        return interval(key)
     if key.least is not None:
         return f"≥{key.least}"
     return f">{key.above}" if key.above is not None else "any"
 
 
 def _meaning(f: dataclasses.Field) -> str:
-    meaning = KEYS[f.name].meaning
+    meaning = _key(f).meaning
     if f.name == "placement":
         meaning += ": " + "; ".join(f"`{p.name}` {p.summary}" for p in PLACEMENTS.values())
     if f.name == "init":
@@ -89,17 +131,25 @@ def _meaning(f: dataclasses.Field) -> str:
     return meaning
 
 
+def _table(fields: list[dataclasses.Field]) -> list[str]:
+    """The rows of a table of settings: key, default, allowed values, meaning."""
+    return ["| key | default | values | meaning |", "| --- | --- | --- | --- |",
+            *(f"| `{f.name}` | {_default(f.default)} | {_values(f)} | {_meaning(f)} |"
+              for f in fields)]
+
+
 def readme_settings_table() -> str:
     """config/README.md's tables of run settings, one per group (the model, the probe, the
     execution), each in the fields' order."""
-    parts = []
-    for group in GROUPS:
-        rows = [f"**The {group}**", "", "| key | default | values | meaning |",
-                "| --- | --- | --- | --- |"]
-        rows += [f"| `{f.name}` | {_default(f.default)} | {_values(f)} | {_meaning(f)} |"
-                 for f in _fields() if KEYS[f.name].group == group]
-        parts.append("\n".join(rows))
-    return "\n\n".join(parts)
+    return "\n\n".join(
+        "\n".join([f"**The {group}**", "", *_table([f for f in _fields()
+                                                    if _key(f).group == group])])
+        for group in GROUPS)
+
+
+def readme_training_table() -> str:
+    """config/README.md's table of the training keys, in TrainSettings' fields' order."""
+    return "\n".join(_table(_fields(TrainSettings)))
 
 
 def readme_metrics_table() -> str:
@@ -121,7 +171,9 @@ SECTIONS: tuple[tuple[str, str, Callable[[], str]], ...] = (
     ("workflow/schemas/config.schema.yaml", "placement sets", schema_placement_sets),
     ("workflow/schemas/config.schema.yaml", "setting names", schema_setting_names),
     ("workflow/schemas/config.schema.yaml", "settings", schema_settings),
+    ("workflow/schemas/config.schema.yaml", "training", schema_training),
     ("config/README.md", "settings", readme_settings_table),
+    ("config/README.md", "training", readme_training_table),
     ("config/README.md", "metrics", readme_metrics_table),
     ("src/depthlab/vocabulary/metrics.py", "metrics", metrics_copy),
 )

@@ -4,9 +4,10 @@ reject a bad one (no torch import).
 A setting is one field of RunSettings: its name, type and default, and what `setting(...)`
 declares beside them (a Key): its meaning and group (config/README.md's tables: the model, the
 probe, the execution), a one-line summary (the
-config schema's description), its bound, which RunSettings.check enforces, and its allowed
-values. KEYS and CHOICES are read from the fields; depthlab.planner.generated writes the
-schema's settings and config/README.md's table from them (a test checks they are current)."""
+config schema's description), its bounds, which RunSettings.check enforces (check_declared,
+which TrainSettings' training keys share), and its allowed values. KEYS and CHOICES are read
+from the fields; depthlab.planner.generated writes the schema's settings and config/README.md's
+table from them (a test checks they are current)."""
 
 from __future__ import annotations
 
@@ -46,27 +47,49 @@ GROUPS = (MODEL, PROBE, EXECUTION)
 
 @dataclass(frozen=True)
 class Key:
-    """What a setting declares beside its name, type and default (`setting`)."""
+    """What a setting declares beside its name, type and default (`setting`; a training key's,
+    train_settings.train_setting)."""
 
     meaning: str  # what it sets (config/README.md; markdown)
-    group: str  # one of GROUPS (config/README.md's tables)
+    group: str  # one of GROUPS; a training key's, train_settings.TRAINING (config/README.md)
     summary: str = ""  # one line for the config schema's description ("" = the meaning)
-    least: float | None = None  # the smallest value allowed
+    least: float | None = None  # the smallest value allowed (a tuple's: of each item)
     above: float | None = None  # a bound the value must exceed
+    most: float | None = None  # the largest value allowed
+    below: float | None = None  # a bound the value must stay under
     values: str = ""  # the allowed values in words, where the type and bound do not say it
     also: str = ""  # a JSON type the setting takes beside its own (the config schema)
     choices: tuple = ()  # its fixed set of allowed values (CHOICES; the schema's enum)
 
 
 def setting(default, meaning: str, *, group: str, summary: str = "",
-            least: float | None = None, above: float | None = None, values: str = "",
+            least: float | None = None, above: float | None = None,
+            most: float | None = None, below: float | None = None, values: str = "",
             also: str = "", choices: tuple = ()):
     """A RunSettings field with its default and its declaration (a Key, the field's
     metadata["key"]): `depth: int = setting(6, "number of blocks L", least=1, group=MODEL)`."""
     if group not in GROUPS:
         raise ValueError(f"setting group={group!r} is not one of {GROUPS}")
-    key = Key(meaning, group, summary, least, above, values, also, tuple(choices))
+    return declared(default, Key(meaning, group, summary, least=least, above=above, most=most,
+                                 below=below, values=values, also=also, choices=tuple(choices)))
+
+
+def declared(default, key: Key):
+    """A dataclass field with its default and its declaration `key` (metadata["key"]): what
+    `setting` makes of a run setting, and train_settings.train_setting of a training key."""
     return dataclasses.field(default=default, metadata={"key": key})
+
+
+def declarations(cls: type) -> dict[str, Key]:
+    """Each field's Key of dataclass cls (RunSettings, TrainSettings), in declaration order; a
+    field declared without one (`setting(default, meaning, ...)`) is an error here, at import."""
+    keys = {}
+    for f in dataclasses.fields(cls):
+        if not isinstance(f.metadata.get("key"), Key):
+            raise TypeError(f"{cls.__name__}.{f.name}: declare it with its Key, "
+                            "setting(default, meaning, ...)")
+        keys[f.name] = f.metadata["key"]
+    return keys
 
 
 class ConfigError(ValueError):
@@ -89,6 +112,57 @@ def reject_unknown_keys(cls: type, values: dict, where: str) -> None:
     for key in values:
         if key not in known:
             raise ConfigError(f"{where}: unknown key '{key}'")
+
+
+def interval(key: Key) -> str:
+    """The values a number declared by `key` may take, as an interval: `[0, 1]`, `(0, 1)`; no
+    lower bound declared: 0, the least of every bounded number."""
+    low = f"({key.above:g}" if key.above is not None else f"[{key.least or 0:g}"
+    high = (f"{key.most:g}]" if key.most is not None else f"{key.below:g})"
+            if key.below is not None else "inf)")
+    return f"{low}, {high}"
+
+
+def _within(value, key: Key) -> bool:
+    """Whether number `value` keeps the bounds of `key` (no lower bound declared: at least 0)."""
+    return ((value > key.above if key.above is not None else value >= (key.least or 0))
+            and (key.most is None or value <= key.most)
+            and (key.below is None or value < key.below))
+
+
+def check_declared(settings, where: str) -> None:
+    """ConfigError for the first field of dataclass `settings` (RunSettings, TrainSettings), in
+    declaration order, whose value is not one of its Key's `choices`; then for the first whose
+    value is not of its default's type (true or false; an integer; a finite number) or breaks
+    its Key's bounds (`least`, `above`, `most`, `below`), from those declarations alone. A
+    field of another type (a string without choices, a tuple) is its class's `check`'s."""
+    fields = dataclasses.fields(settings)
+    for field in fields:
+        value, allowed = getattr(settings, field.name), field.metadata["key"].choices
+        if allowed and value not in allowed:
+            raise ConfigError(f"{where}: {field.name}={value!r} is not one of {list(allowed)}")
+    for field in fields:
+        name, value, bound = field.name, getattr(settings, field.name), field.metadata["key"]
+        upper = bound.most is not None or bound.below is not None
+        if isinstance(field.default, bool):
+            if not isinstance(value, bool):
+                raise ConfigError(f"{where}: {name}={value!r} must be true or false")
+        elif isinstance(field.default, int):
+            least = bound.least or 0
+            if isinstance(value, bool) or not isinstance(value, int) or value < min(least, 1):
+                kind = "positive" if least >= 1 else "non-negative"
+                raise ConfigError(f"{where}: {name}={value!r} must be a {kind} integer")
+            if upper and not _within(value, bound):
+                raise ConfigError(f"{where}: {name}={value!r} must be an integer in "
+                                  f"{interval(bound)}")
+            if value < least:
+                raise ConfigError(f"{where}: {name}={value!r} must be at least {least:g}")
+        elif isinstance(field.default, float):
+            number = not isinstance(value, bool) and isinstance(value, int | float)
+            if not (number and math.isfinite(value) and _within(value, bound)):
+                kind = "positive" if bound.above is not None else "non-negative"
+                raise ConfigError(f"{where}: {name}={value!r} must be " + (
+                    f"a number in {interval(bound)}" if upper else f"a {kind} finite number"))
 
 
 @dataclass(frozen=True)
@@ -373,37 +447,10 @@ class RunSettings:
         settings.check(where)
         return settings
 
-    def _check_bounds(self, where: str) -> None:
-        """ConfigError for the first setting, in declaration order, whose value is not of its
-        default's type (true or false; an integer; a finite number) or breaks its bound
-        (its Key's `least`, `above`), from those declarations alone."""
-        for field in dataclasses.fields(self):
-            key, value, bound = field.name, getattr(self, field.name), field.metadata["key"]
-            if isinstance(field.default, bool):
-                if not isinstance(value, bool):
-                    raise ConfigError(f"{where}: {key}={value!r} must be true or false")
-            elif isinstance(field.default, int):
-                least = bound.least or 0
-                if isinstance(value, bool) or not isinstance(value, int) or value < min(least, 1):
-                    kind = "positive" if least >= 1 else "non-negative"
-                    raise ConfigError(f"{where}: {key}={value!r} must be a {kind} integer")
-                if value < least:
-                    raise ConfigError(f"{where}: {key}={value!r} must be at least {least:g}")
-            elif isinstance(field.default, float):
-                number = not isinstance(value, bool) and isinstance(value, int | float)
-                if not (number and math.isfinite(value)
-                        and (value > bound.above if bound.above is not None
-                             else value >= (bound.least or 0))):
-                    kind = "positive" if bound.above is not None else "non-negative"
-                    raise ConfigError(f"{where}: {key}={value!r} must be a {kind} finite number")
-
     def check(self, where: str = "settings") -> None:
-        """Raise ConfigError naming the first key whose value is invalid."""
-        for key, allowed in CHOICES.items():
-            value = getattr(self, key)
-            if value not in allowed:
-                raise ConfigError(f"{where}: {key}={value!r} is not one of {list(allowed)}")
-        self._check_bounds(where)
+        """Raise ConfigError naming the first key whose value is invalid: the choices and
+        bounds of the declarations (check_declared), then the rules between settings."""
+        check_declared(self, where)
         for key, default in (("update_optimizer", "adam"), ("update_params", "all")):
             if getattr(self, key) != default and not self.update_lr:
                 raise ConfigError(
@@ -498,18 +545,7 @@ class RunSettings:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
 
-def _declarations() -> dict[str, Key]:
-    """Each RunSettings field's Key, in declaration order; a field declared without
-    `setting(...)` is an error here, at import."""
-    keys = {}
-    for f in dataclasses.fields(RunSettings):
-        if not isinstance(f.metadata.get("key"), Key):
-            raise TypeError(f"RunSettings.{f.name}: declare it with setting(default, meaning, ...)")
-        keys[f.name] = f.metadata["key"]
-    return keys
-
-
 # every setting's declaration, and the allowed values of each that has a fixed set (the
 # schema's enums: a test), both in declaration order
-KEYS: dict[str, Key] = _declarations()
+KEYS: dict[str, Key] = declarations(RunSettings)
 CHOICES: dict[str, tuple] = {name: key.choices for name, key in KEYS.items() if key.choices}

@@ -2,7 +2,11 @@
 
 Light (no torch): the Snakefile reads it at parse time. A study with a `training:` block is a
 training study: its jobs are trained on the corpus (workflow/rules/train.smk) instead of
-measured at initialisation; the model itself is still described by `RunSettings`.
+measured at initialisation; the model itself is still described by `RunSettings`. Each training
+key is declared once, in its field, as a run setting is (`train_setting`: a Key with its
+meaning, summary, bounds and choices); TrainSettings.check enforces them (check_declared, as
+RunSettings.check), and depthlab.planner.generated writes the schema's `training:` properties
+and config/README.md's table of the training keys from them (a test checks they are current).
 """
 
 from __future__ import annotations
@@ -12,35 +16,105 @@ import math
 from dataclasses import dataclass
 
 from depthlab.vocabulary.corpus import CORPUS_VOCAB
-from depthlab.vocabulary.settings import ConfigError, RunSettings, reject_unknown_keys
+from depthlab.vocabulary.settings import (
+    ConfigError,
+    Key,
+    RunSettings,
+    check_declared,
+    declarations,
+    declared,
+    reject_unknown_keys,
+)
 
 SCHEDULES = ("cosine", "constant")
 # mixed precision of the training step: off, or its forward and loss in bfloat16 (torch.autocast)
 AUTOCASTS = ("off", "bfloat16")
+# the one group of the training keys (config/README.md's table of them), beside the run
+# settings' GROUPS (model, probe, execution), whose tables hold RunSettings' fields only
+TRAINING = "training"
+
+
+def train_setting(default, meaning: str, **declaration):
+    """A TrainSettings field with its default and its declaration, as `setting` declares a run
+    setting (summary, least, above, most, below, values, choices: the Key's fields), in the
+    training keys' group: `steps: int = train_setting(300, "optimiser updates", least=1)`."""
+    return declared(default, Key(meaning, TRAINING, **declaration))
 
 
 @dataclass(frozen=True)
 class TrainSettings:
     """How one training run goes: AdamW, a linear warmup then a schedule, probe checkpoints.
 
-    Steps count optimiser updates; checkpoint k probes the weights after k updates.
+    Steps count optimiser updates; checkpoint k probes the weights after k updates. Each field
+    is declared with `train_setting(default, meaning, ...)`; the rows carry the fields as
+    columns in this order (as_columns).
     """
 
-    steps: int = 300
-    lr: float = 1e-3
-    warmup_steps: int = 0
-    schedule: str = "cosine"
-    min_lr_ratio: float = 0.1
-    weight_decay: float = 0.1
-    beta1: float = 0.9
-    beta2: float = 0.99
-    eps: float = 1e-8
-    val_fraction: float = 0.1
-    eval_every: int = 25
-    eval_batches: int = 4
-    probe_batch: int = 4
-    checkpoints: tuple[int, ...] = (0, 10, 30, 100, 300)
-    autocast: str = "off"
+    steps: int = train_setting(300, "optimiser updates", least=1)
+    lr: float = train_setting(1e-3, "peak AdamW learning rate",
+                              summary="peak learning rate of AdamW", above=0)
+    warmup_steps: int = train_setting(
+        0,
+        "linear warmup: update k (from 0) uses lr·(k+1)/(warmup_steps+1) for k < warmup_steps;"
+        " 0 = off",
+        summary="linear warmup steps (at most steps)",
+        least=0,
+        values="0 to `steps`",
+    )
+    schedule: str = train_setting(
+        "cosine",
+        "after the warmup: `cosine` from lr down to lr·`min_lr_ratio` at the last update, or "
+        "`constant`",
+        summary="learning-rate schedule after the warmup",
+        choices=SCHEDULES,
+    )
+    min_lr_ratio: float = train_setting(
+        0.1, "end of the cosine, relative to lr",
+        summary="the cosine schedule's final learning rate / lr", least=0, most=1)
+    weight_decay: float = train_setting(
+        0.1, "AdamW decay of every matrix (embeddings, block weights, head); biases and "
+        "LayerNorms none", summary="AdamW's decoupled weight decay", least=0)
+    beta1: float = train_setting(0.9, "AdamW's beta1: the decay of its mean of the gradients",
+                                 summary="AdamW's beta1", least=0, most=1)
+    beta2: float = train_setting(
+        0.99, "AdamW's beta2: the decay of its mean of the squared gradients",
+        summary="AdamW's beta2", least=0, most=1)
+    eps: float = train_setting(
+        1e-8, "AdamW's eps: added to the root of the mean of the squared gradients",
+        summary="AdamW's eps", above=0, most=1)
+    val_fraction: float = train_setting(
+        0.1,
+        "the share of the characters, the last ones, that are the validation split (0.1: the "
+        "last 10%)",
+        summary="share of the corpus held out for validation",
+        above=0,
+        below=1,
+    )
+    eval_every: int = train_setting(
+        25, "validation loss every this many steps (and at every checkpoint)",
+        summary="steps between validation losses", least=1)
+    eval_batches: int = train_setting(
+        4, "fixed validation batches (of `batch` sequences) behind each validation loss",
+        summary="batches per validation loss", least=1)
+    probe_batch: int = train_setting(
+        4, "sequences in the fixed validation batch the probes read",
+        summary="sequences the probes read at each checkpoint", least=1)
+    checkpoints: tuple[int, ...] = train_setting(
+        (0, 10, 30, 100, 300),
+        "steps at which every probe runs (0 = initialisation; the last step always)",
+        summary="steps after which the probes read the weights (0 = at init)",
+        least=0,
+        values="increasing, from 0 to at most `steps`",
+    )
+    autocast: str = train_setting(
+        "off",
+        "`bfloat16`: the forward pass and loss of each training step run under "
+        "`torch.autocast` in bfloat16 (mixed precision: weights, AdamW, the probes and the "
+        "validation loss stay in `dtype`)",
+        summary="the training step's forward and loss in bfloat16 under torch.autocast "
+                "(weights, optimiser, probes and validation stay in dtype)",
+        choices=AUTOCASTS,
+    )
 
     @classmethod
     def from_mapping(cls, values: dict, where: str = "training") -> TrainSettings:
@@ -54,36 +128,14 @@ class TrainSettings:
         return settings
 
     def check(self, where: str = "training") -> None:
-        """Raise ConfigError naming the first key whose value is invalid."""
-        for key in ("steps", "eval_every", "eval_batches", "probe_batch"):
-            value = getattr(self, key)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(f"{where}: {key}={value!r} must be a positive integer")
-        if isinstance(self.warmup_steps, bool) or not isinstance(self.warmup_steps, int) or not (
-            0 <= self.warmup_steps <= self.steps
-        ):
+        """Raise ConfigError naming the first key whose value is invalid: the choices and
+        bounds of the declarations (check_declared), then the rules between keys."""
+        check_declared(self, where)
+        if self.warmup_steps > self.steps:
             raise ConfigError(
                 f"{where}: warmup_steps={self.warmup_steps!r} must be an integer in "
                 f"[0, steps={self.steps}]"
             )
-        if self.autocast not in AUTOCASTS:
-            raise ConfigError(
-                f"{where}: autocast={self.autocast!r} is not one of {list(AUTOCASTS)}"
-            )
-        if self.schedule not in SCHEDULES:
-            raise ConfigError(
-                f"{where}: schedule={self.schedule!r} is not one of {list(SCHEDULES)}"
-            )
-        bounds = {
-            "lr": (0, math.inf), "min_lr_ratio": (0, 1), "weight_decay": (0, math.inf),
-            "beta1": (0, 1), "beta2": (0, 1), "eps": (0, 1), "val_fraction": (0, 1),
-        }
-        for key, (lo, hi) in bounds.items():
-            value = getattr(self, key)
-            if isinstance(value, bool) or not isinstance(value, int | float) or not (
-                lo <= value <= hi
-            ) or (key in ("lr", "eps", "val_fraction") and value == 0):
-                raise ConfigError(f"{where}: {key}={value!r} must be a number in [{lo}, {hi}]")
         ks = self.checkpoints
         if not ks or any(isinstance(k, bool) or not isinstance(k, int) for k in ks) or (
             list(ks) != sorted(set(ks)) or ks[0] != 0 or ks[-1] > self.steps
@@ -167,3 +219,7 @@ def training_arms(config: dict, jobs) -> dict[tuple[str, str], TrainSettings]:
             for cell in job.cells:
                 check_model(cell.settings, vocab, f"studies.{job.study}.arms.{job.arm}")
     return arms
+
+
+# every training key's declaration, in declaration order (an undeclared field: an error here)
+TRAIN_KEYS: dict[str, Key] = declarations(TrainSettings)
