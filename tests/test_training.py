@@ -135,15 +135,16 @@ BAD_TRAINING = [
     ("steps", 0), ("steps", 2.5), ("steps", True), ("lr", 0), ("lr", -1e-3), ("lr", "1e-3"),
     ("lr", float("nan")), ("warmup_steps", -1), ("warmup_steps", 301), ("schedule", "linear"),
     ("min_lr_ratio", -0.1), ("min_lr_ratio", 1.5), ("weight_decay", -0.1),
-    ("weight_decay", float("inf")), ("beta1", -0.1), ("beta1", 1.01), ("beta2", 2),
-    ("beta2", False), ("eps", 0), ("eps", 1.5), ("val_fraction", 0), ("val_fraction", 1),
+    ("weight_decay", float("inf")), ("beta1", -0.1), ("beta1", 1), ("beta2", 2),
+    ("beta2", False), ("beta2", 1.0), ("eps", 0), ("eps", 1.5), ("val_fraction", 0),
+    ("val_fraction", 1),
     ("eval_every", 0), ("eval_batches", 0), ("probe_batch", -4), ("checkpoints", []),
     ("checkpoints", [1, 10]), ("checkpoints", [0, 30, 10]), ("checkpoints", [0, 301]),
     ("checkpoints", [0, 2.5]), ("autocast", "float16"), ("autocast", False),
 ]
 GOOD_TRAINING = [
-    ("min_lr_ratio", 0), ("min_lr_ratio", 1), ("weight_decay", 0), ("beta1", 0), ("beta1", 1),
-    ("beta2", 1.0), ("eps", 1), ("val_fraction", 0.999), ("lr", 5), ("warmup_steps", 300),
+    ("min_lr_ratio", 0), ("min_lr_ratio", 1), ("weight_decay", 0), ("beta1", 0), ("beta1", 0.999),
+    ("beta2", 0.9999), ("eps", 1), ("val_fraction", 0.999), ("lr", 5), ("warmup_steps", 300),
     ("checkpoints", [0]), ("checkpoints", [0, 300]), ("autocast", "bfloat16"),
 ]
 

@@ -75,10 +75,10 @@ class TrainSettings:
         0.1, "AdamW decay of every matrix (embeddings, block weights, head); biases and "
         "LayerNorms none", summary="AdamW's decoupled weight decay", least=0)
     beta1: float = train_setting(0.9, "AdamW's beta1: the decay of its mean of the gradients",
-                                 summary="AdamW's beta1", least=0, most=1)
+                                 summary="AdamW's beta1", least=0, below=1)
     beta2: float = train_setting(
         0.99, "AdamW's beta2: the decay of its mean of the squared gradients",
-        summary="AdamW's beta2", least=0, most=1)
+        summary="AdamW's beta2", least=0, below=1)
     eps: float = train_setting(
         1e-8, "AdamW's eps: added to the root of the mean of the squared gradients",
         summary="AdamW's eps", above=0, most=1)
