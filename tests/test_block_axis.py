@@ -168,6 +168,10 @@ def test_an_arm_that_measures_an_own_block_cites_no_claim_with_a_block_axis():
     assert cat.claims_testing(target) == []
 
 
+STREAM_TARGETS = ("table_stream_growth", "table_output_scale", "fig_stream_sd",
+                  "fig_variance_budget")
+
+
 def stream_arm(block=None) -> dict:
     """stack96's stream arm at toy size: forward only, Pre-LN and Post-LN at depths 2 and 3,
     with a `block` axis if given."""
@@ -175,6 +179,30 @@ def stream_arm(block=None) -> dict:
     if block is not None:
         axes["block"] = block
     return {"settings": {"grad_of": "none"}, "axes": axes, "pack": ["placement", "depth"]}
+
+
+def test_the_stream_captions_name_pre_ln_only_where_it_is_drawn_alone():
+    """The stream targets' captions describe Pre-LN, the default configs' one placement: where
+    the arm holds more (another placement, an own block), each is drawn per placement, under
+    its own label, and the caption says so and names no own block as Pre-LN."""
+    alone = stack96()
+    alone["studies"]["stack96"]["arms"]["stream"] = {**stream_arm(), "axes": {
+        "placement": ["pre"], "depth": [2, 3]}}
+    several = stack96()
+    several["studies"]["stack96"]["arms"]["stream"] = stream_arm(["", EXAMPLE])
+    before, cat = catalogue(alone), catalogue(several)
+    for name in STREAM_TARGETS:
+        target = BY_NAME[name]
+        assert before.placement_keys(target) == ["pre"]
+        assert before.caption(target) == target.caption
+        assert cat.placement_keys(target) == ["post", "pre", own_key("pre", EXAMPLE)]
+        caption = cat.caption(target)
+        assert caption.startswith(target.per_placement[1]) and "per placement" in caption
+        assert "Pre-LN" not in caption.replace("following the final norm of Pre-LN", "")
+        assert caption.endswith(f"make_block ({EXAMPLE}; arm stream@make_block, following the "
+                                "final norm of Pre-LN).")
+        assert target.title_for(["pre"]) == target.title
+        assert target.title_for(["pre", "post"]) == target.per_placement[0]
 
 
 def test_block_axis_mistakes_are_one_line_naming_the_arm():
@@ -383,6 +411,8 @@ def test_the_stream_targets_draw_each_placement_and_block_under_its_label(axis_r
     scale = pd.read_csv(axis_run / STREAM_OUTPUTS[1])
     assert list(scale["placement"]) == keys and "factor at L=3" in scale
     assert scale["output scale"].iloc[2].startswith("1 (given to make_parallel")
+    md = (axis_run / "results/tables/stream_growth.md").read_text()
+    assert md.startswith("# Residual-stream growth per placement")
     for svg in STREAM_OUTPUTS[2:]:  # a panel title's first line (a narrow panel wraps it)
         titles = re.findall(r"<!-- (Post-LN|Pre-LN|make_parallel \(own)",
                             (axis_run / svg).read_text())
