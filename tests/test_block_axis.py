@@ -134,8 +134,15 @@ def test_the_models_config_plans_an_arm_per_layer_each_labelled_by_its_family():
     split_block_axes(config)
     cat = Catalogue(config, study_jobs(config), TARGETS, [])
     blocks = cat.blocks_of(BY_NAME["fig_grad_ratio_by_depth"])
-    assert len(cat.arms["stack96"]) == 12 and len(blocks) == 11
+    assert len(cat.arms["stack96"]) == 24 and len(blocks) == 11
     assert "grad" in cat.arms["stack96"] and "grad" not in blocks
+    # the stream arm over the same blocks (one list, a YAML anchor), with no output scale axis
+    stream = cat.blocks_of(BY_NAME["fig_stream_sd"])
+    assert sorted(stream.values()) == sorted(blocks.values())
+    assert {a.partition("@")[2] for a in stream} == {a.partition("@")[2] for a in blocks}
+    assert {c.settings.out_scale for j in cat.jobs.values() if j.arm.startswith("stream")
+            for c in j.cells} == {1.0}
+    assert len(cat.placement_keys(BY_NAME["table_stream_growth"])) == 4 + 11
     keys = [own_key("pre", block) for block in blocks.values()]
     nn_linear = ("Llama", "Gemma 2", "OLMo 2")
     assert sorted(map(label, keys)) == sorted(
