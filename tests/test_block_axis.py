@@ -420,7 +420,7 @@ def test_the_stream_targets_draw_each_placement_and_block_under_its_label(axis_r
     assert scale["output scale"].iloc[2].startswith("1 (given to make_parallel")
     md = (axis_run / "results/tables/stream_growth.md").read_text()
     assert md.startswith("# Residual-stream growth per placement")
-    for svg in STREAM_OUTPUTS[2:]:  # a panel title's first line (a narrow panel wraps it)
-        titles = re.findall(r"<!-- (Post-LN|Pre-LN|make_parallel \(own)",
-                            (axis_run / svg).read_text())
-        assert titles == ["Post-LN", "Pre-LN", "make_parallel (own"], (svg, titles)
+    for svg in STREAM_OUTPUTS[2:]:  # a panel title per key, an own block's kind below its name
+        text = (axis_run / svg).read_text()
+        titles = re.findall(r"<!-- (Post-LN|Pre-LN|make_parallel|\(own block\)) -->", text)
+        assert titles == ["Post-LN", "Pre-LN", "make_parallel", "(own block)"], (svg, titles)

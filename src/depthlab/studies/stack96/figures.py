@@ -15,9 +15,10 @@ from depthlab.analysis.style import (
     legend,
     log_scale,
     reference,
+    spread_label,
     ylabel,
 )
-from depthlab.vocabulary.variants import label, order, per_placement
+from depthlab.vocabulary.variants import is_own, label, order, per_placement
 
 GRADIENT = "‖∂loss/∂θ_l‖ (Frobenius)"
 RATIO = "‖g_1‖ / ‖g_L‖"
@@ -72,11 +73,23 @@ def _panels(keys: list[str], scales: list) -> tuple[int, int, list[tuple[str, fl
 
 def _who(key: str, scale: float, scales: list, named: bool) -> str:
     """What a stream panel shows: its output scale, led by its placement key's label
-    (depthlab.vocabulary.variants.label) where the figure is drawn per placement (`named`); the
-    label alone where every panel has the one output scale."""
+    (depthlab.vocabulary.variants.label; an own block's kind, "(HF layer)", on a line of its
+    own) where the figure is drawn per placement (`named`); the label alone where every panel
+    has the one output scale."""
     if not named:
         return f"output scale {scale:g}"
-    return label(key) if len(scales) == 1 else f"{label(key)}, output scale {scale:g}"
+    name = label(key).replace(" (", "\n(") if is_own(key) else label(key)
+    return name if len(scales) == 1 else f"{name}, output scale {scale:g}"
+
+
+def _ylabels(firsts: list, what: tuple[str, str], frame: pd.DataFrame,
+             named: bool) -> list[str]:
+    """Each row's first panel's y label: what[0] with the seeds' line and band below it, or,
+    drawn per placement (many small panels), the shorter what[1], the line and band then a
+    note of the legend (returned)."""
+    for first in firsts:
+        ylabel(first, what[1] if named else what[0], None if named else frame)
+    return [spread_label(frame)] if named else []
 
 
 def _stream_grid(frame: pd.DataFrame, sharey: bool = False):
@@ -137,11 +150,11 @@ def stream_sd(fits: pd.DataFrame):
                       "the note: sd_1·√l", ls=":", color="#0173b2"),
         ]
         log_scale(ax, "x", "y")
-    for first in firsts:
-        ylabel(first, "stream sd after block l\n(input-sd units)", sd)
+    notes = _ylabels(firsts, ("stream sd after block l\n(input-sd units)",
+                              "stream sd\n(input sd)"), sd, named)
     handles, labels = _drawn(panels).get_legend_handles_labels()
     legend(fig, [], extra=[*zip(handles[:len(depths)], labels[:len(depths)], strict=True),
-                           *extra], ncol=2)
+                           *extra], notes=notes, ncol=2)
     return fig
 
 
@@ -164,7 +177,7 @@ def variance_budget(fits: pd.DataFrame):
 
         v = cell("stream_var")
         ax.set_xlabel("block l")
-        ax.set_ylabel("stream variance V_l")
+        ax.set_ylabel("V_l" if named else "stream variance V_l")
         if v.empty:
             ax.set_title(_who(key, scale, scales, named))
             empty(ax, f"not measured at L = {int(depth)}")
@@ -184,10 +197,11 @@ def variance_budget(fits: pd.DataFrame):
                          color="#0173b2")
         extra[line[1]] = line
         ax.set_title(f"L = {int(depth)}, output scale {scale:g}\nc = {c:.3g} per block"
-                     if not named else
-                     f"{_who(key, scale, scales, named)}\nL = {int(depth)}, c = {c:.3g}")
-    for first in firsts:
-        ylabel(first, "stream variance V_l\n(input-variance units)", var)
+                     if not named else f"{_who(key, scale, scales, named)}\nc = {c:.3g}")
+    notes = _ylabels(firsts, ("stream variance V_l\n(input-variance units)",
+                              "V_l\n(input variance)"), var, named)
+    if named:  # the panels' titles name the block and c alone
+        notes.insert(0, f"at L = {int(depth)}; c: the fit's slope per block")
     h, lab = _drawn(panels).get_legend_handles_labels()
-    legend(fig, [], extra=[(h[0], lab[0]), *extra.values()], ncol=3)
+    legend(fig, [], extra=[(h[0], lab[0]), *extra.values()], notes=notes, ncol=3)
     return fig
