@@ -134,8 +134,15 @@ def test_the_models_config_plans_an_arm_per_layer_each_labelled_by_its_family():
     split_block_axes(config)
     cat = Catalogue(config, study_jobs(config), TARGETS, [])
     blocks = cat.blocks_of(BY_NAME["fig_grad_ratio_by_depth"])
-    assert len(cat.arms["stack96"]) == 12 and len(blocks) == 11
+    assert len(cat.arms["stack96"]) == 24 and len(blocks) == 11
     assert "grad" in cat.arms["stack96"] and "grad" not in blocks
+    # the stream arm over the same blocks (one list, a YAML anchor), with no output scale axis
+    stream = cat.blocks_of(BY_NAME["fig_stream_sd"])
+    assert sorted(stream.values()) == sorted(blocks.values())
+    assert {a.partition("@")[2] for a in stream} == {a.partition("@")[2] for a in blocks}
+    assert {c.settings.out_scale for j in cat.jobs.values() if j.arm.startswith("stream")
+            for c in j.cells} == {1.0}
+    assert len(cat.placement_keys(BY_NAME["table_stream_growth"])) == 4 + 11
     keys = [own_key("pre", block) for block in blocks.values()]
     nn_linear = ("Llama", "Gemma 2", "OLMo 2")
     assert sorted(map(label, keys)) == sorted(
@@ -166,6 +173,43 @@ def test_an_arm_that_measures_an_own_block_cites_no_claim_with_a_block_axis():
                                        "results/fits/stack96/grad@make_block.parquet"]
     assert cat.blocks_of(target) == {"grad@make_block": EXAMPLE}
     assert cat.claims_testing(target) == []
+
+
+STREAM_TARGETS = ("table_stream_growth", "table_output_scale", "fig_stream_sd",
+                  "fig_variance_budget")
+
+
+def stream_arm(block=None) -> dict:
+    """stack96's stream arm at toy size: forward only, Pre-LN and Post-LN at depths 2 and 3,
+    with a `block` axis if given."""
+    axes = {"placement": ["pre", "post"], "depth": [2, 3]}
+    if block is not None:
+        axes["block"] = block
+    return {"settings": {"grad_of": "none"}, "axes": axes, "pack": ["placement", "depth"]}
+
+
+def test_the_stream_captions_name_pre_ln_only_where_it_is_drawn_alone():
+    """The stream targets' captions describe Pre-LN, the default configs' one placement: where
+    the arm holds more (another placement, an own block), each is drawn per placement, under
+    its own label, and the caption says so and names no own block as Pre-LN."""
+    alone = stack96()
+    alone["studies"]["stack96"]["arms"]["stream"] = {**stream_arm(), "axes": {
+        "placement": ["pre"], "depth": [2, 3]}}
+    several = stack96()
+    several["studies"]["stack96"]["arms"]["stream"] = stream_arm(["", EXAMPLE])
+    before, cat = catalogue(alone), catalogue(several)
+    for name in STREAM_TARGETS:
+        target = BY_NAME[name]
+        assert before.placement_keys(target) == ["pre"]
+        assert before.caption(target) == target.caption
+        assert cat.placement_keys(target) == ["post", "pre", own_key("pre", EXAMPLE)]
+        caption = cat.caption(target)
+        assert caption.startswith(target.per_placement[1]) and "per placement" in caption
+        assert "Pre-LN" not in caption.replace("following the final norm of Pre-LN", "")
+        assert caption.endswith(f"make_block ({EXAMPLE}; arm stream@make_block, following the "
+                                "final norm of Pre-LN).")
+        assert target.title_for(["pre"]) == target.title
+        assert target.title_for(["pre", "post"]) == target.per_placement[0]
 
 
 def test_block_axis_mistakes_are_one_line_naming_the_arm():
@@ -314,27 +358,69 @@ def make_parallel(s):
 '''
 
 
+OWN_PARALLEL = "make_parallel (own block)"
+AXIS_OUTPUTS = ("results/tables/grad_ratio_by_depth.csv", "results/figures/grad_ratio_by_depth.svg",
+                "results/claims.parquet")
+STREAM_OUTPUTS = ("results/tables/stream_growth.csv", "results/tables/output_scale.csv",
+                  "results/figures/stream_sd.svg", "results/figures/variance_budget.svg")
+
+
+@pytest.fixture(scope="module")
+def axis_run(tmp_path_factory):
+    """snakemake, once for this module, on the toy grad arm over ["", ownblocks:make_parallel]
+    and the toy stream arm (Pre-LN and Post-LN) over the same axis: the run's folder."""
+    work = copy_workflow(tmp_path_factory.mktemp("axis_run"))
+    (work / "ownblocks.py").write_text(OWN_BLOCKS)
+    config = copy.deepcopy(stack96(["", "ownblocks:make_parallel"]))
+    config["studies"]["stack96"]["arms"]["stream"] = stream_arm(["", "ownblocks:make_parallel"])
+    (work / "axis.yaml").write_text(yaml.safe_dump(config))
+    done = run_snakemake(work, *AXIS_OUTPUTS, *STREAM_OUTPUTS, "--cores", "1",
+                         *whole("axis.yaml"), check=False)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+    return work
+
+
 @pytest.mark.workflow
-def test_the_workflow_draws_each_block_of_an_axis(tmp_path):
+def test_the_workflow_draws_each_block_of_an_axis(axis_run):
     """snakemake on the toy grad arm over ["", ownblocks:make_parallel]: a shard and a fit per
     block (no ':' in a path), the table's column and the figure's legend entry of each, and a
     ledger that reads no arm of the own block."""
-    copy_workflow(tmp_path)
-    (tmp_path / "ownblocks.py").write_text(OWN_BLOCKS)
-    config = copy.deepcopy(stack96(["", "ownblocks:make_parallel"]))
-    (tmp_path / "axis.yaml").write_text(yaml.safe_dump(config))
-    outputs = ["results/tables/grad_ratio_by_depth.csv", "results/figures/grad_ratio_by_depth.svg",
-               "results/claims.parquet"]
-    done = run_snakemake(tmp_path, *outputs, "--cores", "1", *whole("axis.yaml"), check=False)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
     for arm in ("grad", "grad@make_parallel"):
-        assert (tmp_path / f"results/fits/stack96/{arm}.parquet").exists()
-        assert (tmp_path / f"results/runs/stack96/{arm}/placement-pre.parquet").exists()
-    out = pd.read_csv(tmp_path / outputs[0])
-    own = "make_parallel (own block)"
-    assert [c for c in out.columns if "seed range" not in c] == ["L", "Pre-LN", own]
-    assert not np.allclose(out["Pre-LN"], out[own])
-    svg = (tmp_path / outputs[1]).read_text()
-    assert svg.count(f"<!-- {own} -->") == 1 and svg.count("<!-- Pre-LN -->") == 1
-    ledger_rows = pd.read_parquet(tmp_path / outputs[2])
+        assert (axis_run / f"results/fits/stack96/{arm}.parquet").exists()
+        assert (axis_run / f"results/runs/stack96/{arm}/placement-pre.parquet").exists()
+    out = pd.read_csv(axis_run / AXIS_OUTPUTS[0])
+    assert [c for c in out.columns if "seed range" not in c] == ["L", "Pre-LN", OWN_PARALLEL]
+    assert not np.allclose(out["Pre-LN"], out[OWN_PARALLEL])
+    svg = (axis_run / AXIS_OUTPUTS[1]).read_text()
+    assert svg.count(f"<!-- {OWN_PARALLEL} -->") == 1 and svg.count("<!-- Pre-LN -->") == 1
+    ledger_rows = pd.read_parquet(axis_run / AXIS_OUTPUTS[2])
     assert len(ledger_rows) and not ledger_rows["rows"].str.contains("@").any()
+
+
+@pytest.mark.workflow
+def test_the_stream_targets_draw_each_placement_and_block_under_its_label(axis_run):
+    """The same run's stream arm, Pre-LN and Post-LN beside ownblocks:make_parallel (measured at
+    Pre-LN's final norm): each table a labelled group of rows per placement key, the built-in's
+    from the stream arm's fit and the block's from its own; each figure a panel per key,
+    titled with its label; the own block never under Pre-LN's name."""
+    keys = ["Post-LN", "Pre-LN", OWN_PARALLEL]  # the registry's order, the block after Pre-LN
+    growth = pd.read_csv(axis_run / STREAM_OUTPUTS[0])
+    assert list(growth.columns[:2]) == ["placement", "L"]
+    assert list(growth["placement"]) == [k for k in keys for _ in (2, 3)]
+    assert list(growth["L"]) == [2, 3] * 3
+    fits = {arm: read_fits([axis_run / f"results/fits/stack96/{arm}.parquet"])
+            for arm in ("stream", "stream@make_parallel")}
+    for name, arm, placement in (("Pre-LN", "stream", "pre"), ("Post-LN", "stream", "post"),
+                                 (OWN_PARALLEL, "stream@make_parallel", "pre")):
+        factor = pick(fits[arm], quantity="factor", placement=placement).sort_values("depth")
+        np.testing.assert_allclose(growth.loc[growth["placement"] == name, "factor"],
+                                   factor["median"], rtol=1e-12)
+    scale = pd.read_csv(axis_run / STREAM_OUTPUTS[1])
+    assert list(scale["placement"]) == keys and "factor at L=3" in scale
+    assert scale["output scale"].iloc[2].startswith("1 (given to make_parallel")
+    md = (axis_run / "results/tables/stream_growth.md").read_text()
+    assert md.startswith("# Residual-stream growth per placement")
+    for svg in STREAM_OUTPUTS[2:]:  # a panel title per key, an own block's kind below its name
+        text = (axis_run / svg).read_text()
+        titles = re.findall(r"<!-- (Post-LN|Pre-LN|make_parallel|\(own block\)) -->", text)
+        assert titles == ["Post-LN", "Pre-LN", "make_parallel", "(own block)"], (svg, titles)

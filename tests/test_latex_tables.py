@@ -37,7 +37,7 @@ def literals(path) -> set[str]:
 def real_strings() -> set[str]:
     """Every string a table is written from: titles, notes, column names, sample cells and the
     studies' tables.py literals (labels, column names, parts of cells)."""
-    strings = {text for t in TABLES.values() for text in (t.title, t.note)}
+    strings = {text for t in TABLES.values() for text in (t.title, t.note, *t.per_placement[:1])}
     for sample in SAMPLES.values():
         strings |= set(sample["columns"]) | {cell for row in sample["rows"] for cell in row}
     for module in (ROOT / "src/depthlab/studies").glob("*/tables.py"):

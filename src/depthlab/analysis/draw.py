@@ -16,10 +16,13 @@ def draw(target: Target, function: Callable, fit_paths: list[str | Path], option
     """Write the outputs of `target` (md+csv+html+tex or png+svg+pdf): `function` (its study's,
     depthlab.studies.drawing) of the fits, with the study's `analysis:` options it declares;
     the rows of each arm of an own block (`blocks`: arm -> module:function) under the block's
-    own placement key (depthlab.vocabulary.variants.with_blocks), never the built-in's."""
-    result = function(with_blocks(read_fits(fit_paths), blocks), **options)
+    own placement key (depthlab.vocabulary.variants.with_blocks), never the built-in's; a
+    table titled for the placement keys its fits hold (Target.title_for)."""
+    fits = with_blocks(read_fits(fit_paths), blocks)
+    result = function(fits, **options)
     if target.kind == "table":
-        write_table(result, outputs["md"], outputs["csv"], target.title, target.note,
+        keys = fits["placement"].dropna().unique() if "placement" in fits else ()
+        write_table(result, outputs["md"], outputs["csv"], target.title_for(keys), target.note,
                     outputs.get("html"), outputs.get("tex"))
     else:
         from depthlab.analysis.style import save  # matplotlib only for figures

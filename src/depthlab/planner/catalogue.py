@@ -9,7 +9,7 @@ from __future__ import annotations
 from depthlab.vocabulary.jobs import Job
 from depthlab.vocabulary.paths import FIT, LEDGER, TABLE
 from depthlab.vocabulary.targets import Target
-from depthlab.vocabulary.variants import caption_note
+from depthlab.vocabulary.variants import caption_note, order, own_key
 
 
 def unshared(config: dict) -> set[tuple[str, str]]:
@@ -101,11 +101,23 @@ class Catalogue:
                         out[j.arm].append(c.settings.placement)
         return out
 
+    def placement_keys(self, target: Target) -> list[str]:
+        """The placement keys of the cells a target reads (a built-in placement, an own block's
+        `<placement>@<block>`: depthlab.vocabulary.variants.own_key), in `order`: those its fits
+        hold after with_blocks."""
+        arms = set(target.arms(self.arms[target.study]))
+        return order({own_key(c.settings.placement, c.settings.block)
+                      for j in self.jobs.values() if j.study == target.study and j.arm in arms
+                      for c in j.cells})
+
     def caption(self, target: Target) -> str:
-        """A target's report caption: its declared one, and where it reads own blocks, a
-        sentence naming each (depthlab.vocabulary.variants.caption_note)."""
+        """A target's report caption: its declared one for the placement keys it reads
+        (Target.caption_for), and where it reads own blocks, a sentence naming each
+        (depthlab.vocabulary.variants.caption_note)."""
+        caption = (target.caption_for(self.placement_keys(target)) if target.per_placement
+                   else target.caption)
         note = caption_note(self.blocks_of(target), self.placements_of(target))
-        return f"{target.caption} {note}" if note else target.caption
+        return f"{caption} {note}" if note else caption
 
     def claims_testing(self, target: Target) -> list[str]:
         """The ids of the claims measured on the arms a target reads (its report caption); not

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+from collections.abc import Iterable
 from dataclasses import dataclass
 
+from depthlab.vocabulary import variants
 from depthlab.vocabulary.variants import origin
 
 
@@ -33,6 +35,11 @@ class Target:
     note:        the line printed under a table (its estimator, in words)
     on_grid:     (option, setting) pairs: an `options` key whose value must be a value of that
                  run setting in the cells the target reads (checked before any job runs)
+    per_placement: (title, caption) in place of `title` and `caption` where the fits read
+                 hold placement keys other than Pre-LN alone (several placements, an own block:
+                 depthlab.vocabulary.variants.per_placement), for a target whose `title` and
+                 `caption` describe Pre-LN alone (the one placement the default configs measure
+                 in the arms it reads); () keeps them whatever the fits hold
     study:       set by `declare`
     """
 
@@ -45,6 +52,7 @@ class Target:
     note: str = ""
     options: tuple[str, ...] = ()
     on_grid: tuple[tuple[str, str], ...] = ()
+    per_placement: tuple[str, ...] = ()
     study: str = ""
 
     @property
@@ -62,6 +70,19 @@ class Target:
         folder, exts = ("tables", ("md", "csv", "html", "tex")) if self.kind == "table" else (
             "figures", ("png", "svg", "pdf"))
         return {ext: f"results/{folder}/{self.stem}.{ext}" for ext in exts}
+
+    def title_for(self, keys: Iterable[str]) -> str:
+        """The title of the target drawn from fits of the placement keys `keys`: `title`, or
+        `per_placement`'s where the keys are not Pre-LN alone."""
+        return self.per_placement[0] if self._per_placement(keys) else self.title
+
+    def caption_for(self, keys: Iterable[str]) -> str:
+        """The caption of the target drawn from fits of the placement keys `keys`: `caption`,
+        or `per_placement`'s where the keys are not Pre-LN alone."""
+        return self.per_placement[1] if self._per_placement(keys) else self.caption
+
+    def _per_placement(self, keys: Iterable[str]) -> bool:
+        return bool(self.per_placement) and variants.per_placement(keys)
 
     def arms(self, configured) -> list[str]:
         """The arms among `configured` (the study's arm names) that this target reads: those

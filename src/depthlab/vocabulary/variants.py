@@ -9,7 +9,9 @@ Every table and figure then labels, orders and styles a placement key through `l
 `order`, `base` and `own_style` here: a built-in placement as the registry has it, an own block
 by its factory's name, "make_parallel (own block)", a Hugging Face layer by its family,
 "Gemma 2 (HF layer)", "Gemma 2, nn.Linear init (HF layer)"; each drawn in a colour no
-placement of the registry has and a marker none uses (`own_style`).
+placement of the registry has and a marker none uses (`own_style`). A target declared for
+Pre-LN alone (stack96's stream targets) is drawn, titled and captioned per placement where its
+rows hold any other key (`per_placement`).
 
 A `block` axis is one arm per block (depthlab.planner.grid.split_block_axes), each fitted on its
 own: `arm_names` names them `<arm>@<block's name>` (`grad@make_parallel`), which every target
@@ -130,6 +132,14 @@ def label(key: str) -> str:
     if hf.is_hf(block):
         return f"{hf.short_name(block)}{HF_SUFFIX}"
     return f"{block_name(block)}{OWN_SUFFIX}"
+
+
+def per_placement(keys: Iterable[str], alone: str = "pre") -> bool:
+    """Whether rows of the placement keys `keys` (after `with_blocks`) are shown per placement,
+    each under its `label`: unless they are all of `alone` (stack96's stream arm: Pre-LN, the
+    one placement its default configs measure and its declared titles and captions name), so
+    that no other placement and no own block is ever shown under that name."""
+    return bool({str(k) for k in keys} - {alone})
 
 
 def _family(key: str) -> str:

@@ -7,7 +7,7 @@ import pandas as pd
 
 from depthlab.analysis.select import pick, pick_one
 from depthlab.analysis.tables import spread
-from depthlab.vocabulary.variants import label, order
+from depthlab.vocabulary.variants import block_of, ignored, is_own, label, order, per_placement
 
 
 def twenty_layers(fits: pd.DataFrame, single_depth: int = 20) -> pd.DataFrame:
@@ -55,53 +55,73 @@ def grad_ratio_by_depth(fits: pd.DataFrame, arm: str = "grad",
 
 
 def stream_growth(fits: pd.DataFrame, out_scale: float = 1.0) -> pd.DataFrame:
-    """Pre-LN stream sd after block 1 and block L (medians), factor, sqrt(L), the one-depth
-    exponent ln(factor)/ln(L), and the variance-budget prediction sqrt(V_0 + c L)."""
+    """Per placement key of the stream arm (a built-in placement or an own block,
+    depthlab.vocabulary.variants.with_blocks) and depth, at output scale `out_scale`: the stream
+    sd after block 1 and block L (medians), factor, sqrt(L), the one-depth exponent
+    ln(factor)/ln(L), and the variance-budget prediction sqrt(V_0 + c L). A row per depth
+    where the fits hold Pre-LN alone (the default configs); else a row per key and depth, led
+    by a `placement` column (its label; variants.per_placement)."""
     rows = []
     factors = pick(fits, quantity="factor", arm="stream", out_scale=out_scale)
-    for depth in sorted(factors["depth"].unique()):
-        cell = {"arm": "stream", "depth": depth, "out_scale": out_scale}
+    keys = order(factors["placement"])
+    named = per_placement(keys)
+    for key in keys:
+        for depth in sorted(pick(factors, placement=key)["depth"].unique()):
+            cell = {"arm": "stream", "placement": key, "depth": depth, "out_scale": out_scale}
 
-        def get(q, cell=cell):
-            return pick_one(fits, quantity=q, **cell)
+            def get(q, cell=cell):
+                return pick_one(fits, quantity=q, **cell)
 
-        factor = get("factor")
-        rows.append({
-            "L": int(depth),
-            "layer 1 sd": get("sd_first")["median"],
-            "last sd": get("sd_last")["median"],
-            "factor": factor["median"],
-            "factor seed range": spread(factor["min"], factor["max"]),
-            "sqrt(L)": float(np.sqrt(depth)),
-            "exponent ln(factor)/ln(L)": get("exponent_one_depth")["median"],
-            "budget c (V_l = V_0 + c l)": get("budget_c")["median"],
-            "budget sd_L = sqrt(V_0 + c L)": get("budget_sd_last")["median"],
-        })
+            factor = get("factor")
+            rows.append({
+                **({"placement": label(key)} if named else {}),
+                "L": int(depth),
+                "layer 1 sd": get("sd_first")["median"],
+                "last sd": get("sd_last")["median"],
+                "factor": factor["median"],
+                "factor seed range": spread(factor["min"], factor["max"]),
+                "sqrt(L)": float(np.sqrt(depth)),
+                "exponent ln(factor)/ln(L)": get("exponent_one_depth")["median"],
+                "budget c (V_l = V_0 + c l)": get("budget_c")["median"],
+                "budget sd_L = sqrt(V_0 + c L)": get("budget_sd_last")["median"],
+            })
     return pd.DataFrame(rows)
 
 
 def output_scale(fits: pd.DataFrame) -> pd.DataFrame:
-    """Per output scale: the growth factor and one-depth exponent at the deepest stream depth,
-    and the exponent fitted across depths (slope of ln factor on ln L, 95% CI across seeds)."""
+    """Per placement key of the stream arm (as in `stream_growth`) and output scale: the growth
+    factor and one-depth exponent at the arm's deepest depth, and the exponent fitted across
+    depths (slope of ln factor on ln L, 95% CI across seeds). A row per output scale where the
+    fits hold Pre-LN alone; else a row per key and output scale, led by a `placement` column
+    (a key not measured at the deepest depth has none), an own block's output scale marked as
+    only given to it (variants.ignored: depthlab's built-in blocks alone apply it)."""
     factors = pick(fits, quantity="factor", arm="stream")
     depth = factors["depth"].max()
+    keys = order(factors["placement"])
+    named = per_placement(keys)
     rows = []
-    for scale in sorted(factors["out_scale"].unique()):
-        cell = {"arm": "stream", "depth": depth, "out_scale": scale}
-        factor = pick_one(fits, quantity="factor", **cell)
-        row = {
-            "output scale": scale,
-            f"factor at L={int(depth)}": factor["median"],
-            "factor seed range": spread(factor["min"], factor["max"]),
-            "exponent ln(factor)/ln(L)":
-                pick_one(fits, quantity="exponent_one_depth", **cell)["median"],
-        }
-        across = pick(fits, quantity="exponent_across_depths", arm="stream", out_scale=scale)
-        if not across.empty:
-            a = across.iloc[0]
-            row["exponent across depths (mean)"] = a["mean"]
-            row["95% CI"] = spread(a["ci_lo"], a["ci_hi"])
-        rows.append(row)
+    for key in keys:
+        for scale in sorted(pick(factors, placement=key)["out_scale"].unique()):
+            cell = {"arm": "stream", "placement": key, "depth": depth, "out_scale": scale}
+            if pick(fits, quantity="factor", **cell).empty:
+                continue
+            factor = pick_one(fits, quantity="factor", **cell)
+            row = {
+                **({"placement": label(key)} if named else {}),
+                "output scale": (ignored("out_scale", block_of(key), f"{scale:g}")
+                                 if is_own(key) else scale),
+                f"factor at L={int(depth)}": factor["median"],
+                "factor seed range": spread(factor["min"], factor["max"]),
+                "exponent ln(factor)/ln(L)":
+                    pick_one(fits, quantity="exponent_one_depth", **cell)["median"],
+            }
+            across = pick(fits, quantity="exponent_across_depths", arm="stream", placement=key,
+                          out_scale=scale)
+            if not across.empty:
+                a = across.iloc[0]
+                row["exponent across depths (mean)"] = a["mean"]
+                row["95% CI"] = spread(a["ci_lo"], a["ci_hi"])
+            rows.append(row)
     return pd.DataFrame(rows)
 
 

@@ -6,6 +6,12 @@ from depthlab.vocabulary.targets import Target, declare
 GRADIENT = ("Gradient = Frobenius norm of dLoss/dθ over all parameters of the block (units of "
             "the loss per unit parameter; the loss is MSE to N(0, 1) targets).")
 
+# the stream targets where the stream arm holds more than Pre-LN, the default configs' one
+# placement (other placements, own blocks: depthlab.vocabulary.variants.per_placement)
+PER_PLACEMENT = "per placement (a built-in placement or an own block, under its own label)"
+PANELS = ("a row of panels per placement (a built-in placement or an own block, titled with its "
+          "own label), a panel per output scale (with one output scale, a panel per placement)")
+
 # where the study's targets come in every list of them (the notes' order, then the fixes
 # study's, then the scale study's; depthlab.studies finds the study by its package)
 POSITION = 1
@@ -45,6 +51,12 @@ TARGETS = declare(
         "sd) after block 1 and after block L, their ratio (factor), sqrt(L), the note's "
         "one-depth exponent ln(factor)/ln(L), and a variance-budget fit V_l = V_0 + c·l across "
         "blocks; medians across seeds.",
+        per_placement=(
+            "Residual-stream growth per placement (medians across seeds)",
+            "Residual-stream sd (x.std() over all entries, in units of the input's sd) after "
+            "block 1 and after block L, their ratio (factor), sqrt(L), the note's one-depth "
+            "exponent ln(factor)/ln(L), and a variance-budget fit V_l = V_0 + c·l across blocks, "
+            f"{PER_PLACEMENT}; medians across seeds."),
     ),
     Target(
         "table_output_scale",
@@ -57,6 +69,13 @@ TARGETS = declare(
         "depth, per output scale of the initial Wo and W2 (1, 3, 10), and the exponent fitted "
         "across depths (slope of ln factor on ln L, mean and 95% t-interval across seeds). "
         "Dimensionless.",
+        per_placement=(
+            "Stream growth per placement against the output scale of Wo and W2",
+            "Stream growth factor and one-depth exponent ln(factor)/ln(L) at the deepest depth, "
+            f"{PER_PLACEMENT} and output scale of the initial Wo and W2 (applied by depthlab's "
+            "built-in blocks only: an own block's row says it was given it), and the exponent "
+            "fitted across depths (slope of ln factor on ln L, mean and 95% t-interval across "
+            "seeds). Dimensionless."),
     ),
     Target(
         "table_grad_ratio_sensitivity",
@@ -93,6 +112,12 @@ TARGETS = declare(
         "predictions: the finite-depth law sd_l = sd_0·√((V_0 + l·σ²)/V_0) with σ² = "
         "(V_L − V_0)/L, the mean per-block variance increment measured at the deepest depth "
         "(medians of the fit's stream variance), and the note's sd_1·√l.",
+        per_placement=(
+            "", f"Residual-stream sd after each block (units of the input sd), {PANELS}, a line "
+            "per depth (median; band: seed range), beside two predictions: the finite-depth law "
+            "sd_l = sd_0·√((V_0 + l·σ²)/V_0) with σ² = (V_L − V_0)/L, the mean per-block "
+            "variance increment measured at the deepest depth (medians of the fit's stream "
+            "variance), and the note's sd_1·√l."),
     ),
     Target(
         "fig_variance_budget",
@@ -101,5 +126,9 @@ TARGETS = declare(
         caption="Measured Pre-LN stream variance after each block (units of the input "
         "variance) against V_0 plus the summed branch increments, and the linear fit "
         "V_0 + c·l, at the deepest depth.",
+        per_placement=(
+            "", "Measured stream variance after each block (units of the input variance) "
+            "against V_0 plus the summed branch increments (where the block marks its branches) "
+            f"and the linear fit V_0 + c·l, at the deepest depth; {PANELS}."),
     ),
 )
