@@ -232,7 +232,19 @@ def one_seed(factory: BlockFactory, s: RunSettings, seed: int) -> tuple[Trace, T
             sum(p.grad.pow(2).sum() for p in block.parameters()
                 if p.grad is not None and (s.grad_of == "params" or p.dim() >= 2))
             for block in blocks]).unsqueeze(0)
-    return trace, loss.detach()
+    return _detached(trace), loss.detach()
+
+
+def _detached(trace: Trace) -> Trace:
+    """The trace without its autograd graph: the graph's leaves are the seed's blocks and their
+    gradients, which it would keep alive for as long as the trace (a job's seeds together: 14 GB
+    for six seeds of OLMo 2's layer at L = 192, d_model 256, instead of one seed's 2.4 GB)."""
+    for name, value in vars(trace).items():
+        if isinstance(value, Tensor):
+            setattr(trace, name, value.detach())
+        elif isinstance(value, list):
+            setattr(trace, name, [t.detach() for t in value])
+    return trace
 
 
 @contextlib.contextmanager
