@@ -7,6 +7,7 @@ import dataclasses
 
 import pandas as pd
 import torch
+from conftest import ROOT
 
 from depthlab.core.measure import measure_job
 from depthlab.core.records import copied_rows
@@ -92,6 +93,25 @@ def test_a_copied_cell_equals_the_measured_one_bit_for_bit():
             copy = copied_rows(shard, "c", reader.cells[0])
             copied = measure_job(reader, copies={"c": copy})
             pd.testing.assert_frame_equal(copied, measured, check_exact=True)
+
+
+def test_an_own_block_shares_across_seed_batches_and_its_copy_is_exact(monkeypatch):
+    """An own block's seeds are measured one at a time: its cells share whatever their seed
+    batches (the models study's forward-only stream arm reads its grad arm at every depth,
+    though a forward pass holds more seeds), and the copy is what measuring gives, bit for
+    bit (examples/encoder_block.py's block)."""
+    monkeypatch.chdir(ROOT)
+    torch.set_num_threads(1)
+    own = {"block": "examples.encoder_block:make_block", "attention": "torch_mha",
+           "causal": False}
+    assert numbers_key(RunSettings(**SMALL, **own, seed_batch=1)) == numbers_key(
+        RunSettings(**SMALL, **own, grad_of="none"))
+    assert numbers_key(RunSettings(**SMALL, seed_batch=1)) != numbers_key(RunSettings(**SMALL))
+    owner, reader = job("grads", **own, seed_batch=1), job("forward", **own, grad_of="none")
+    assert set(reuse([owner, reader], excluded=set())) == {("s", "forward", "j")}
+    copy = copied_rows(measure_job(owner), "c", reader.cells[0])
+    pd.testing.assert_frame_equal(measure_job(reader, copies={"c": copy}), measure_job(reader),
+                                  check_exact=True)
 
 
 def test_calibrated_and_trained_arms_neither_lend_nor_borrow():
