@@ -331,13 +331,18 @@ def reject_missing_blocks(jobs: list[Job], hook_points: dict | None = None) -> N
     (depthlab.core.own_block.check_block: torch is imported only where a config names a block),
     so that its mistakes are one line naming the arm before any job, not a traceback inside
     one; a block that does not mark a hook point its study's fit reads (`hook_points`: study
-    -> points) is one too."""
-    cells = {}  # each block's distinct settings (seeds aside), with the first arm naming them
+    -> points) is one too. One block is built per distinct settings but the depth and the
+    seeds (at the first such cell's depth): the models study's 132 HF cells are 22 checks."""
+    cells = {}  # each block's settings (one per kind), with the first arm naming them
+    kinds = set()  # the settings of a kind: seeds and depth aside
     for job in jobs:
         for cell in job.cells:
             if cell.settings.block:
-                key = dataclasses.replace(cell.settings, seeds=1, seed_offset=0)
-                cells.setdefault(key, job)
+                settings = dataclasses.replace(cell.settings, seeds=1, seed_offset=0)
+                kind = dataclasses.replace(settings, depth=1)
+                if kind not in kinds:
+                    kinds.add(kind)
+                    cells[settings] = job
     if cells and sys.path[:1] != [os.getcwd()]:
         sys.path.insert(0, os.getcwd())
     # each block's module looked up once (the first arm naming it), then each cell built
