@@ -27,8 +27,8 @@ TARGETS = declare(
         note="Gradient = Frobenius norm of dLoss/dθ over all parameters of the block.",
         caption="Gradient norm of the first and the last block at one depth (config "
         "`analysis.single_depth`, the note's L = 20) for seed 0, and the first/last ratio for "
-        f"seed 0 and as the median across seeds with the seed range. {GRADIENT} Post-LN, "
-        "Pre-LN and no residual.",
+        f"seed 0 and as the median across seeds with the seed range. {GRADIENT} A row per "
+        "placement measured (the note's: Post-LN, Pre-LN and no residual).",
     ),
     Target(
         "table_grad_ratio_by_depth",
