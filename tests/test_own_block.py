@@ -78,8 +78,12 @@ def test_a_block_without_marked_points_gets_the_stream_probes_only(caplog):
 
     with caplog.at_level(logging.INFO, logger="depthlab.core.own_block"):
         own = measure_module(bare, SETTINGS)
-    assert {"stream_sd", "grad_ratio", "omega_abs", "token_corr"} <= set(own["metric"])
-    assert not {"branch_var", "delta", "branch_in_sd"} & set(own["metric"])
+    # the stream's rms too (the fixes study's stream growth reads it): it needs no point
+    assert {"stream_sd", "stream_rms", "grad_ratio", "omega_abs", "token_corr"} <= set(
+        own["metric"])
+    assert not {"branch_var", "delta", "branch_in_sd", "branch_ratio"} & set(own["metric"])
+    rms = own[own["metric"] == "stream_rms"]
+    assert sorted(rms["layer"].unique()) == list(range(SETTINGS.depth + 1))
     # the job's log says, once, which probes were skipped and the points each needs
     said = [r.getMessage() for r in caplog.records if "probes skipped" in r.getMessage()]
     assert len(said) == 1

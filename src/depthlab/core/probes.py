@@ -369,23 +369,30 @@ def block_independence(params: StackParams, trace: Trace, s: RunSettings) -> lis
 @probe(
     Metric("stream_rms", INPUT_SD, r"rms$(x_l)$",
            "root mean square of the stream after block l", log=True),
+)
+def stream_size(params: StackParams, trace: Trace, s: RunSettings) -> list[Probe]:
+    """The monitor note's stream curve: sqrt(mean x_l^2) of the residual stream after block l
+    (layer 0 = the input; before any final norm), in input-sd units. It reads the stream alone,
+    so an own block that marks no other point has it too (the fixes study's stream growth)."""
+    return [Probe("stream_rms", "block", list(range(s.depth + 1)), _per_seed(rms, trace.stream))]
+
+
+@probe(
     Metric("branch_ratio", "1", "branch / stream",
            "rms of what a sublayer adds over rms of the stream it is added to",
            sublayers="attn, mlp, block", log=True),
     points=("mid", "attn", "mlp"),
 )
 def branch_to_stream(params: StackParams, trace: Trace, s: RunSettings) -> list[Probe]:
-    """The monitor note's per-block curves. stream_rms: sqrt(mean x_l^2) of the residual stream
-    after block l (layer 0 = the input; before any final norm), in input-sd units. branch_ratio
-    (placements with a residual path): RMS of what a sublayer adds over RMS of the stream it is
-    added to, attn over x_{l-1}, mlp over the mid stream h_l, and where the stream telescopes
-    (Pre-LN) the whole block, f_l over x_{l-1}. A telescoping stream gets the scaled branch
-    outputs (h - c x, x' - c h), any other (Post-LN) the raw ones before its norm; the stream
-    they join is the skip path, c times the stream (c = s.skip, 1 by default). Dimensionless."""
+    """The monitor note's per-block ratio (placements with a residual path): RMS of what a
+    sublayer adds over RMS of the stream it is added to, attn over x_{l-1}, mlp over the mid
+    stream h_l, and where the stream telescopes (Pre-LN) the whole block, f_l over x_{l-1}. A
+    telescoping stream gets the scaled branch outputs (h - c x, x' - c h), any other (Post-LN)
+    the raw ones before its norm; the stream they join is the skip path, c times the stream
+    (c = s.skip, 1 by default). Dimensionless."""
     placement = PLACEMENTS[s.placement]
-    probes = [Probe("stream_rms", "block", list(range(s.depth + 1)), _per_seed(rms, trace.stream))]
     if not placement.residual:
-        return probes
+        return []
     c = s.skip
     x_in, x_out = trace.stream[:-1], trace.stream[1:]
     if placement.telescopes:
@@ -398,6 +405,7 @@ def branch_to_stream(params: StackParams, trace: Trace, s: RunSettings) -> list[
         added = {"attn": trace.attn, "mlp": trace.mlp}
     skip = {"attn": (x_in, c), "mlp": (trace.mid, c), "block": (x_in, c**2)}
     blocks = list(range(1, s.depth + 1))
+    probes = []
     for sublayer, parts in added.items():
         base, factor = skip[sublayer]
         ratio = torch.stack(
