@@ -554,3 +554,15 @@ def test_gpu_config_is_the_training_comparison_deeper_within_8_minutes():
     arms = training_arms(config, jobs)
     minutes = sum(gpu_train_seconds(job, arms[(job.study, job.arm)]) for job in jobs) / 60
     assert 1 < minutes <= 8
+
+
+def test_a_fixes_figure_names_every_own_block_it_draws():
+    """The fixes figures' legends list the placements in the registry's order, the calibrated
+    Pre-LN variant, then each own block drawn (an HF layer of config/models_collapse.yaml was
+    drawn without a legend entry before)."""
+    from depthlab.studies.fixes.figures import drawn_order
+
+    llama, gemma = "pre@hf-llama", "pre@hf-gemma2"
+    drawn = ["pre", gemma, "post", CALIBRATED, llama, "pre", gemma]
+    assert drawn_order(drawn) == ["post", "pre", CALIBRATED, llama, gemma]
+    assert drawn_order(["post", "pre"]) == ["post", "pre"]

@@ -43,7 +43,8 @@ from depthlab.studies.fixes.tables import (
 )
 from depthlab.vocabulary.placements import FAMILIES, LABELS, PLACEMENTS, color
 from depthlab.vocabulary.settings import UPDATE_OPTIMIZERS, UPDATE_PARAMS
-from depthlab.vocabulary.variants import base
+from depthlab.vocabulary.variants import base, is_own
+from depthlab.vocabulary.variants import order as key_order
 
 # the placements' look, and the calibrated Pre-LN variant's: the first colour no placement
 # takes, dashed
@@ -54,6 +55,13 @@ FIX_STYLE = {**PLACEMENT_STYLE, CALIBRATED: {
     "dashes": (4, 1.5)}}
 _FAMILIES = {**{name: p.family for name, p in PLACEMENTS.items()},
              CALIBRATED: PLACEMENTS["pre"].family}
+
+
+def drawn_order(drawn: list[str]) -> list[str]:
+    """The fixes drawn, for the legend: in FIX_STYLE's order, then each own block after
+    (depthlab.vocabulary.variants.order; its look: own_style), so that every curve is named."""
+    seen = set(drawn)
+    return [f for f in FIX_STYLE if f in seen] + [f for f in key_order(seen) if is_own(f)]
 
 
 def family_of(fix: str) -> str:
@@ -116,8 +124,7 @@ def _families(rows: list[Row], references=None):
     spreads = [spread_label(row.frame) for row in rows]
     if len(set(spreads)) > 1:  # say which row has which seed count
         spreads = [f"{row.ylabel}: {spread}" for row, spread in zip(rows, spreads, strict=True)]
-    order = [f for f in FIX_STYLE if f in drawn]
-    legend(fig, order, FIX_STYLE, extra=[(h, label) for label, h in extra.items()],
+    legend(fig, drawn_order(drawn), FIX_STYLE, extra=[(h, label) for label, h in extra.items()],
            notes=[*notes, *spreads])
     return fig
 
@@ -163,7 +170,7 @@ def grad_readings(fits: pd.DataFrame):
         ax.set_title(f"L = {int(depth)}")
     zero = [fix_label(f) for f in ZERO_BY_CONSTRUCTION if f in set(ratio["fix"])]
     notes = [f"{', '.join(zero)}: no weights reading (0/0)"] if zero else []
-    legend(fig, [f for f in FIX_STYLE if f in drawn], FIX_STYLE, extra=balanced,
+    legend(fig, drawn_order(drawn), FIX_STYLE, extra=balanced,
            notes=[*notes, spread_label(ratio)])
     return fig
 
@@ -367,5 +374,5 @@ def width(fits: pd.DataFrame):
         ax.set_ylabel(label)
         ax.set_title(f"L = {depth}")
     notes.append(spread_label(pick(at_depth, quantity="grad_ratio")))
-    legend(fig, [f for f in FIX_STYLE if f in drawn], FIX_STYLE, notes=notes)
+    legend(fig, drawn_order(drawn), FIX_STYLE, notes=notes)
     return fig
