@@ -251,7 +251,8 @@ def test_a_target_this_config_cannot_build_says_which_config_can():
     why = target.unavailable({"stack96": ["grad"]}, shipped)
     assert why == ("fig_fixes_grad_readings: this config has no arm depth, grad_* of study "
                    "'fixes'; run it with --configfile config/fixes.yaml or "
-                   "config/fixes_collapse.yaml or config/tiny_fixes.yaml")
+                   "config/fixes_collapse.yaml or config/models_collapse.yaml or "
+                   "config/tiny_fixes.yaml")
     assert target.unavailable({"fixes": ["grad_ce"]}, shipped) == ""
     assert "no arm depth, grad_*" in target.unavailable({"fixes": ["width_64"]}, shipped)
 
@@ -317,7 +318,7 @@ def test_snakemake_refuses_an_unbuildable_or_mistyped_target_in_one_line(workdir
     figure path are one line before any job; nothing is left in runs/ (nor in results/)."""
     width = ("target error: fig_fixes_width: this config has no arm depth, width_* of study "
              "'fixes'; run it with --configfile config/fixes.yaml or config/fixes_collapse.yaml "
-             "or config/tiny_fixes.yaml")
+             "or config/models_collapse.yaml or config/tiny_fixes.yaml")
     for args, line in [
         (["--cores", "1", "fig_fixes_width"], width),
         (["-n", "results/figures/fixes_width.png"], width),
