@@ -333,21 +333,20 @@ def reject_missing_blocks(jobs: list[Job], hook_points: dict | None = None) -> N
     one; a block that does not mark a hook point its study's fit reads (`hook_points`: study
     -> points) is one too. One block is built per distinct settings but the depth and the
     seeds (at the first such cell's depth): the models study's 132 HF cells are 22 checks."""
-    cells = {}  # each block's settings (one per kind), with the first arm naming them
-    kinds = set()  # the settings of a kind: seeds and depth aside
+    # each kind of cell (its settings, seeds and depth aside): the first cell's settings and
+    # the arm naming them
+    kinds: dict[RunSettings, tuple[RunSettings, Job]] = {}
     for job in jobs:
         for cell in job.cells:
             if cell.settings.block:
                 settings = dataclasses.replace(cell.settings, seeds=1, seed_offset=0)
-                kind = dataclasses.replace(settings, depth=1)
-                if kind not in kinds:
-                    kinds.add(kind)
-                    cells[settings] = job
+                kinds.setdefault(dataclasses.replace(settings, depth=1), (settings, job))
+    cells = list(kinds.values())
     if cells and sys.path[:1] != [os.getcwd()]:
         sys.path.insert(0, os.getcwd())
     # each block's module looked up once (the first arm naming it), then each cell built
     first: dict[str, Job] = {}
-    for settings, job in cells.items():
+    for settings, job in cells:
         first.setdefault(settings.block, job)
     for path, job in first.items():
         module = "transformers" if hf.is_hf(path) else path.partition(":")[0]
@@ -363,7 +362,7 @@ def reject_missing_blocks(jobs: list[Job], hook_points: dict | None = None) -> N
     if cells:
         from depthlab.core.own_block import check_block
 
-        for settings, job in cells.items():
+        for settings, job in cells:
             check_block(settings.block, settings, f"studies.{job.study}.arms.{job.arm}",
                         (hook_points or {}).get(job.study, ()))
 

@@ -31,6 +31,7 @@ from depthlab.analysis.style import (
     reference,
     spread_label,
     together,
+    with_own,
     ylabel,
 )
 from depthlab.studies.fixes.fit import CALIBRATED, FIX_LABELS
@@ -43,8 +44,7 @@ from depthlab.studies.fixes.tables import (
 )
 from depthlab.vocabulary.placements import FAMILIES, LABELS, PLACEMENTS, color
 from depthlab.vocabulary.settings import UPDATE_OPTIMIZERS, UPDATE_PARAMS
-from depthlab.vocabulary.variants import base, is_own
-from depthlab.vocabulary.variants import order as key_order
+from depthlab.vocabulary.variants import base
 
 # the placements' look, and the calibrated Pre-LN variant's: the first colour no placement
 # takes, dashed
@@ -58,10 +58,10 @@ _FAMILIES = {**{name: p.family for name, p in PLACEMENTS.items()},
 
 
 def drawn_order(drawn: list[str]) -> list[str]:
-    """The fixes drawn, for the legend: in FIX_STYLE's order, then each own block after
-    (depthlab.vocabulary.variants.order; its look: own_style), so that every curve is named."""
+    """The fixes drawn, for the legend, in the order `curves` draws them: FIX_STYLE's, then
+    each own block's (style.with_own), so that every curve is named."""
     seen = set(drawn)
-    return [f for f in FIX_STYLE if f in seen] + [f for f in key_order(seen) if is_own(f)]
+    return [f for f in with_own(FIX_STYLE, seen) if f in seen]
 
 
 def family_of(fix: str) -> str:
