@@ -77,8 +77,8 @@ def copy_workflow(dest: Path, source: Path = ROOT) -> Path:
 
 
 def tiny_targets() -> list:
-    """The declared targets of the studies config/tiny.yaml runs."""
-    studies = yaml.safe_load((ROOT / "config/tiny.yaml").read_text())["studies"]
+    """The declared targets of the studies config/tiny.yaml runs (merged onto the defaults)."""
+    studies = config_of(ROOT, "config/tiny.yaml")["studies"]
     return [t for t in TARGETS if t.study in studies]
 
 

@@ -12,6 +12,7 @@ from conftest import ROOT, copy_workflow, run_snakemake
 
 from depthlab.planner.grid import study_jobs
 from depthlab.planner.overlay import (
+    capped,
     combined,
     config_of,
     overlay,
@@ -23,6 +24,7 @@ from depthlab.planner.overlay import (
 from depthlab.planner.validate import check_config
 from depthlab.studies import STUDIES
 from depthlab.vocabulary.settings import ConfigError
+from depthlab.vocabulary.train_settings import arm_training
 
 SCHEMA = ROOT / "workflow/schemas/config.schema.yaml"
 DEFAULT = yaml.safe_load((ROOT / "config/config.yaml").read_text())
@@ -168,6 +170,42 @@ def test_the_tiny_config_shrinks_the_default_and_the_fixes_config_replaces_its_s
     assert set(fixes["studies"]) == {"fixes", "fixestraining"}
     # the overlay holds only what shrinks: far shorter than the config it changes
     assert len((ROOT / "config/tiny.yaml").read_text().splitlines()) < 110
+
+
+@pytest.mark.parametrize("study", sorted(DEFAULT["studies"]))
+def test_a_default_study_the_tiny_config_does_not_name_runs_there_within_its_sizes(study):
+    """config/tiny.yaml's `at_most`: a study of the defaults that tiny.yaml does not name (a
+    copy of each default study under a new name) runs in the tiny run with every cell and its
+    training within those sizes, an axis's values lowered (depth [6, 24, 96] at most 8: [6,
+    8]), and passes every check; the studies tiny.yaml names are as it gives them."""
+    added = overlay(DEFAULT, {"studies": {"new": copy.deepcopy(DEFAULT["studies"][study])}})
+    tiny = config_of(ROOT, "config/tiny.yaml", defaults=added)
+    sizes = tiny["at_most"]
+    assert sizes["depth"] == 8 and sizes["seeds"] == 4  # the bounds the asserts below read
+    jobs = [j for j in check_config(copy.deepcopy(tiny), SCHEMA) if j.study == "new"]
+    cells = [c.settings for j in jobs for c in j.cells]
+    assert cells and max(s.depth for s in cells) == 8
+    full = [c.settings for j in study_jobs(added) if j.study == "new" for c in j.cells]
+    size = lambda settings: sum(s.depth * s.d_model * s.tokens * s.seeds for s in settings)  # noqa: E731
+    assert max(s.depth for s in full) > 8 and size(cells) < size(full) / 10
+    for s in cells:
+        assert s.d_model <= 32 and s.tokens <= 16 and s.seeds <= 4, s
+    for arm in tiny["studies"]["new"]["arms"] if "training" in DEFAULT["studies"][study] else ():
+        training = arm_training(tiny, "new", arm)
+        assert training.steps <= 12 and max(training.checkpoints) <= 12, (arm, training)
+    without = config_of(ROOT, "config/tiny.yaml")
+    assert without["studies"] == {k: v for k, v in tiny["studies"].items() if k != "new"}
+
+
+def test_a_size_bound_that_is_no_size_setting_is_one_line():
+    config = {**config_of(ROOT, "config/tiny.yaml"), "at_most": {"depht": 8}}
+    with pytest.raises(ConfigError, match=r"^at_most\.depht: no size setting of that name; "
+                                          r".*did you mean 'depth'"):
+        check_config(config, SCHEMA, STUDIES)
+    assert capped({"at_most": {"depth": 4}, "studies": {"s": {"settings": {"depth": 8},
+            "arms": {"a": {"axes": {"depth": [2, 6, 4, 96]}, "settings": {"depth": 3}}}}}}) == \
+        {"at_most": {"depth": 4}, "studies": {"s": {"settings": {"depth": 4},
+         "arms": {"a": {"axes": {"depth": [2, 4]}, "settings": {"depth": 3}}}}}}
 
 
 @pytest.mark.parametrize("name", ["fixes", "scale", "training_gpu", "models", "tiny_fixes",

@@ -1,9 +1,11 @@
 """Every table of the studies as LaTeX (depthlab.analysis.tables.table_latex), from its real
 strings: the titles and notes declared in the studies' targets.py, the literals of their
 tables.py, and the column names and a few rows of each table from a real run
-(tests/data/latex_tables.json; the scale study's, not run there, shaped like its tables.py's).
-No character reaches the .tex outside ASCII, no text is left outside maths that needs it, and
-where pdflatex is installed each table compiles in an article and fits its text width."""
+(tests/data/latex_tables.json; the scale study's, not run there, shaped like its tables.py's),
+and the .tex files the session's tiny runs write (config/tiny.yaml, config/tiny_fixes.yaml),
+which a table without a sample (a new study's) is checked on. No character reaches the .tex
+outside ASCII, no text is left outside maths that needs it, and where pdflatex is installed
+each table compiles in an article and fits its text width."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import re
 
 import pandas as pd
 import pytest
-from conftest import PDFLATEX, ROOT, compile_latex
+from conftest import PDFLATEX, ROOT, compile_latex, tiny_targets
 
 from depthlab.analysis.notation import latex_text
 from depthlab.analysis.tables import table_latex
@@ -21,6 +23,9 @@ from depthlab.studies import TARGETS
 
 TABLES = {t.stem: t for t in TARGETS if t.kind == "table"}
 SAMPLES = json.loads((ROOT / "tests/data/latex_tables.json").read_text())
+# the tables the session's tiny runs build: the tiny study's, and the tiny fixes run's
+TINY_TABLES = {t.stem for t in tiny_targets() if t.kind == "table"}
+FIXES_TABLES = {t.stem for t in TABLES.values() if t.study in ("fixes", "fixestraining")}
 NO_PDFLATEX = pytest.mark.skipif(PDFLATEX is None, reason="pdflatex is not installed (texlive)")
 
 
@@ -51,8 +56,37 @@ def sample(stem: str) -> pd.DataFrame:
     return pd.DataFrame(data["rows"], columns=data["columns"])
 
 
-def test_every_table_has_a_sample_of_its_real_strings():
-    assert set(SAMPLES) == set(TABLES)
+def test_every_table_has_a_sample_of_its_real_strings_or_a_tiny_run_builds_it():
+    assert set(SAMPLES) <= set(TABLES)
+    assert set(TABLES) <= set(SAMPLES) | TINY_TABLES | FIXES_TABLES
+
+
+def check_written(run, stems: set[str], folder) -> None:
+    """Every table of `stems` as the run in `run` wrote its .tex: ASCII, its packages named,
+    and where pdflatex is installed all of them compile in one article, none wider than the
+    text width (each table's name typed out before it, to say which one overflows)."""
+    texts = []
+    for stem in sorted(stems):
+        tex = (run / TABLES[stem].outputs["tex"]).read_text()
+        assert tex.isascii() and tex.startswith(r"% needs \usepackage{booktabs}"), stem
+        texts.append(rf"\typeout{{table {stem}}}" + "\n" + tex)
+    assert len(texts) == len(stems) > 0
+    if PDFLATEX is None:
+        return
+    log = compile_latex("\n\\clearpage\n".join(texts), folder)
+    for part in log.split("table ")[1:]:
+        assert "Overfull \\hbox" not in part, part.split("\n")[0]
+    assert re.search(r"^! ", log, re.M) is None
+
+
+@pytest.mark.workflow
+def test_the_tiny_run_s_tables_are_latex_that_compiles(tiny_run, tmp_path):
+    check_written(tiny_run, TINY_TABLES, tmp_path)
+
+
+@pytest.mark.workflow
+def test_the_tiny_fixes_run_s_tables_are_latex_that_compiles(tiny_fixes_run, tmp_path):
+    check_written(tiny_fixes_run, FIXES_TABLES, tmp_path)
 
 
 def test_every_real_string_is_ascii_latex_with_its_maths_in_dollars():

@@ -31,8 +31,9 @@ def test_top_level_defaults_agree():
     the key) and config/README.md's; the device default is RunSettings'."""
     properties = SCHEMA["properties"]
     defaults = {key: spec["default"] for key, spec in properties.items() if "default" in spec}
-    # no default for only_studies: the schema's validation would write it into every config
-    assert set(defaults) == set(properties) - {"studies", "only_studies"}
+    # no default for only_studies and at_most: the schema's validation would write them into
+    # every config
+    assert set(defaults) == set(properties) - {"studies", "only_studies", "at_most"}
     config = yaml.safe_load((ROOT / "config/config.yaml").read_text())
     assert {k: v for k, v in config.items() if k in defaults} == \
         {k: defaults[k] for k in config if k in defaults}

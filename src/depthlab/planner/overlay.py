@@ -13,11 +13,15 @@ does not give itself) is one warning line naming those arms (`overridden`)."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import re
 from collections.abc import Callable
 from pathlib import Path
 
 import yaml
+
+from depthlab.vocabulary.settings import RunSettings
+from depthlab.vocabulary.train_settings import TrainSettings
 
 # the defaults every config is merged onto, relative to the workflow's root
 DEFAULTS = "config/config.yaml"
@@ -30,6 +34,13 @@ BASE = "base"  # a config's key naming the config file it changes
 ONLY = "only_studies"
 # a study's mappings that its arms override key by key (run settings, training settings)
 SCOPED = ("settings", "training")
+# a config's key of the largest sizes its studies run at (`capped`): config/tiny.yaml's, so that
+# a study of the defaults that it does not name runs small there too
+AT_MOST = "at_most"
+# the settings `at_most` may bound: the sizes, the run and training settings that count (in
+# integers) layers, units, tokens, seeds or steps; seed_offset, which places seeds, is none
+SIZES = tuple(f.name for cls in (RunSettings, TrainSettings) for f in dataclasses.fields(cls)
+              if f.type in ("int", "tuple[int, ...]") and f.name != "seed_offset")
 
 
 def overlay(base: dict, change: dict) -> dict:
@@ -124,7 +135,7 @@ def with_base(given: dict, root: str | Path | Callable[[str], str], defaults: di
             read.append(found[0].absolute())
         base = with_base(read_config(found[0]), root, defaults, (*seen, name), read)
         merged = overlay(base, {k: v for k, v in given.items() if k != BASE})
-    return merged if seen else running(merged)
+    return merged if seen else capped(running(merged))
 
 
 def running(config: dict) -> dict:
@@ -135,6 +146,39 @@ def running(config: dict) -> dict:
     if not isinstance(only, list) or not isinstance(config.get("studies"), dict):
         return config
     return {**config, "studies": {k: v for k, v in config["studies"].items() if k in only}}
+
+
+def capped(config: dict) -> dict:
+    """`config` with its studies no larger than its `at_most` (a size setting -> its largest
+    value): a study's or an arm's setting or training value above it lowered to it, and an
+    axis's or a list's values lowered to it, repeats dropped (depth [2, 24, 96] at most 8:
+    [2, 8]); `config` itself without `at_most`."""
+    caps = config.get(AT_MOST)
+    if not isinstance(caps, dict) or not isinstance(config.get("studies"), dict):
+        return config
+
+    def lower(key, value):
+        cap = caps.get(key)
+        if isinstance(cap, bool) or not isinstance(cap, int):
+            return value
+        if isinstance(value, list):
+            return list(dict.fromkeys(lower(key, v) for v in value))
+        return min(value, cap) if isinstance(value, int) and not isinstance(value, bool) \
+            else value
+
+    def within(spec, scopes):
+        if not isinstance(spec, dict):
+            return spec
+        return {**spec, **{s: {k: lower(k, v) for k, v in spec[s].items()}
+                           for s in scopes if isinstance(spec.get(s), dict)}}
+
+    studies = {}
+    for name, study in config["studies"].items():
+        study = within(study, SCOPED)
+        if isinstance(study, dict) and isinstance(study.get("arms"), dict):
+            study["arms"] = {arm: within(a, (*SCOPED, "axes")) for arm, a in study["arms"].items()}
+        studies[name] = study
+    return {**config, "studies": studies}
 
 
 def load_yaml(text: str):

@@ -25,7 +25,7 @@ from jsonschema import Draft202012Validator
 
 from depthlab.planner.cost import recomputes
 from depthlab.planner.grid import Job, split_block_axes, study_jobs
-from depthlab.planner.overlay import ONLY, load_yaml
+from depthlab.planner.overlay import AT_MOST, ONLY, SIZES, load_yaml
 from depthlab.vocabulary import hf
 from depthlab.vocabulary.settings import ConfigError, RunSettings
 from depthlab.vocabulary.variants import SPLIT, origin
@@ -242,6 +242,7 @@ def check_config(config: dict, schema_path: str | Path, studies=None,
         check_studies({"studies": {k: v for k, v in config["studies"].items()
                                    if any(re.search(n, str(k)) for n in names)},
                        ONLY: [n for n in config.get(ONLY) or [] if isinstance(n, str)]}, studies)
+    reject_unknown_sizes(config)
     check_schema(config, schema)
     reject_nonfinite(config)
     reject_missing_corpus(config)
@@ -254,6 +255,16 @@ def check_config(config: dict, schema_path: str | Path, studies=None,
     reject_trained_blocks(config, jobs)
     reject_missing_blocks(jobs, hook_points)
     return jobs
+
+
+def reject_unknown_sizes(config: dict) -> None:
+    """ConfigError for a key of `at_most` that is no size setting (overlay.SIZES): a typo would
+    leave the size it meant unbounded."""
+    caps = config.get(AT_MOST)
+    for key in caps if isinstance(caps, dict) else ():
+        if key not in SIZES:
+            raise ConfigError(f"{AT_MOST}.{key}: no size setting of that name; the sizes: "
+                              f"{', '.join(SIZES)}{_suggest(str(key), SIZES)}")
 
 
 def reject_split_names(config: dict) -> None:
