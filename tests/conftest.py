@@ -22,7 +22,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
 
 from depthlab.core.corpus import fetch_corpus
 from depthlab.planner.cost import pass_plan

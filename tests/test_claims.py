@@ -902,6 +902,12 @@ def test_each_confirmatory_config_is_its_documented_run_on_the_frozen_pool(confi
     assert fresh.pop("protocol") == {"stage": "confirmatory"}
     assert fresh.pop("run")["name"] == Path(confirm).stem
     known.pop("run", None)
+    if "only_studies" in fresh and "only_studies" not in known:
+        # the studies it confirms: all those of the documented run that the claims read
+        only = fresh.pop("only_studies")
+        read = set(re.findall(r"^\s*fit: (\w+)", CLAIMS.read_text(), re.M))
+        assert read & set(known["studies"]) == set(only), only
+        known["studies"] = {k: v for k, v in known["studies"].items() if k in only}
     moved = dict(_offsets(fresh))
     assert moved and {p: v - pool for p, v in moved.items()} == dict(_offsets(known))
     assert all(0 <= v < pool for v in dict(_offsets(known)).values())

@@ -165,8 +165,10 @@ def test_the_tiny_config_shrinks_the_default_and_the_fixes_config_replaces_its_s
     assert set(tiny["studies"]) == set(DEFAULT["studies"])
     for study, spec in tiny["studies"].items():
         assert set(spec["arms"]) <= set(DEFAULT["studies"][study]["arms"]) | {"nofinalnorm"}
-    cells = lambda c: sum(len(j.cells) for j in study_jobs(c))  # noqa: E731
-    assert 0 < cells(tiny) < cells(DEFAULT) / 3
+    # the work of a run's cells: blocks x width x tokens x seeds
+    work = lambda c: sum(x.settings.depth * x.settings.d_model * x.settings.tokens  # noqa: E731
+                         * x.settings.seeds for j in study_jobs(c) for x in j.cells)
+    assert 0 < work(tiny) < work(DEFAULT) / 1000
     assert set(fixes["studies"]) == {"fixes", "fixestraining"}
     # the overlay holds only what shrinks: far shorter than the config it changes
     assert len((ROOT / "config/tiny.yaml").read_text().splitlines()) < 110
@@ -209,7 +211,7 @@ def test_a_size_bound_that_is_no_size_setting_is_one_line():
 
 
 @pytest.mark.parametrize("name", ["fixes", "scale", "training_gpu", "models", "tiny_fixes",
-                                  "fixes_gpu", "rezero_deep", "confirm_fixes"])
+                                  "fixes_gpu", "rezero_deep", "confirm", "confirm_fixes"])
 def test_a_study_added_to_the_defaults_runs_in_no_named_run_that_does_not_list_it(name):
     """A named run that runs other studies lists them (`only_studies`): a new study of
     config/config.yaml (its package and its entry there) is not part of it, with no line in

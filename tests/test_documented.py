@@ -47,8 +47,8 @@ def test_only_the_default_run_and_its_training_seeds_are_documented():
     assert seeds != DEFAULT and undocumented(seeds, documented) == ""
     why = undocumented(config_of(ROOT, "config/tiny.yaml"), documented)
     assert why.startswith("docs/ documents the default run (snakemake --cores all or ")
-    # the first key that differs, in sorted order: tiny is a named run
-    assert "differs from `snakemake --cores all` at run={'name': 'tiny'}, not absent" in why
+    # the first key that differs, in sorted order: tiny bounds its studies' sizes
+    assert "differs from `snakemake --cores all` at at_most={'depth': 8, " in why
     assert "\n" not in why
 
 
@@ -56,8 +56,8 @@ def test_a_report_refuses_results_built_with_another_config():
     built = config_of(ROOT, "config/tiny.yaml")
     assert built_elsewhere(built, built, "results/provenance.json") == ""
     why = built_elsewhere(DEFAULT, built, "results/provenance.json")
-    assert why.startswith("results/provenance.json was built with another config (here run is "
-                          "absent, not {'name': 'tiny'})")
+    assert why.startswith("results/provenance.json was built with another config (here at_most "
+                          "is absent, not {'depth': 8, ")
 
 
 def test_docs_figures_come_from_this_run_or_the_named_run_that_drew_them(tmp_path, monkeypatch):

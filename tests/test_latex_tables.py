@@ -105,7 +105,7 @@ def test_a_character_without_latex_fails_the_table_loudly(text):
         table_latex(pd.DataFrame({"a": [text]}), "title")
 
 
-@pytest.mark.parametrize("stem", sorted(TABLES))
+@pytest.mark.parametrize("stem", sorted(SAMPLES))
 def test_every_table_is_ascii_and_names_its_packages(stem):
     tex = table_latex(sample(stem), TABLES[stem].title, TABLES[stem].note)
     assert tex.isascii()
@@ -113,7 +113,7 @@ def test_every_table_is_ascii_and_names_its_packages(stem):
 
 
 @NO_PDFLATEX
-@pytest.mark.parametrize("stem", sorted(TABLES))
+@pytest.mark.parametrize("stem", sorted(SAMPLES))
 def test_every_table_compiles_and_fits_the_text_width(stem, tmp_path):
     """In an article with T1 fonts and utf8 input (the user's preamble), pdflatex stops on no
     error and typesets no line wider than the text width (345 pt; TeX's \\hfuzz, 0.1 pt)."""

@@ -20,6 +20,7 @@ from snakemake.cli import get_argument_parser
 from depthlab.claims.schema import load_claims
 from depthlab.planner import load
 from depthlab.planner.codehash import MEASURE_CODE, TRAIN_CODE, code_hash
+from depthlab.planner.overlay import config_of
 from depthlab.studies import STUDIES, TARGETS
 from depthlab.vocabulary.corpus import SHIPPED
 
@@ -82,7 +83,8 @@ def test_a_checkout_plans_the_config_with_its_own_files(here):
     assert os.environ["PYTHONPATH"] == os.pathsep.join([f"{ROOT}/src", "elsewhere", str(here)])
     assert validated == [f"{ROOT}/workflow/schemas/config.schema.yaml"]
     # the config as merged onto config/config.yaml, its claims file relative to the run's folder
-    assert set(plan.config["studies"]) == set(TINY["studies"]) and "run" not in plan.config
+    tiny = config_of(ROOT, "config/tiny.yaml")  # with the default studies it does not name
+    assert set(plan.config["studies"]) == set(tiny["studies"]) and "run" not in plan.config
     assert plan.config["claims"] == os.path.relpath(ROOT / "config/claims.yaml")
     assert plan.run_folder is None and plan.run_prefix == ""
     assert plan.measure_hash == code_hash(MEASURE_CODE)
