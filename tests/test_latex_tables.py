@@ -73,7 +73,8 @@ def check_written(run, stems: set[str], folder) -> None:
     assert len(texts) == len(stems) > 0
     if PDFLATEX is None:
         return
-    log = compile_latex("\n\\clearpage\n".join(texts), folder)
+    needs = texts[0].splitlines()[1]  # the packages' line, first for compile_latex
+    log = compile_latex(needs + "\n" + "\n\\clearpage\n".join(texts), folder)
     for part in log.split("table ")[1:]:
         assert "Overfull \\hbox" not in part, part.split("\n")[0]
     assert re.search(r"^! ", log, re.M) is None
