@@ -17,6 +17,7 @@ from depthlab.planner.overlay import (
     config_of,
     overlay,
     overridden,
+    read_config,
     read_config_words,
     typed,
     with_base,
@@ -204,10 +205,24 @@ def test_a_size_bound_that_is_no_size_setting_is_one_line():
     with pytest.raises(ConfigError, match=r"^at_most\.depht: no size setting of that name; "
                                           r".*did you mean 'depth'"):
         check_config(config, SCHEMA, STUDIES)
-    assert capped({"at_most": {"depth": 4}, "studies": {"s": {"settings": {"depth": 8},
-            "arms": {"a": {"axes": {"depth": [2, 6, 4, 96]}, "settings": {"depth": 3}}}}}}) == \
-        {"at_most": {"depth": 4}, "studies": {"s": {"settings": {"depth": 4},
-         "arms": {"a": {"axes": {"depth": [2, 4]}, "settings": {"depth": 3}}}}}}
+    assert capped({"studies": {"s": {"settings": {"depth": 8}, "arms": {"a": {
+        "axes": {"depth": [2, 6, 4, 96]}, "settings": {"depth": 3}}}}}}, {"depth": 4}) == \
+        {"studies": {"s": {"settings": {"depth": 4}, "arms": {"a": {
+            "axes": {"depth": [2, 4]}, "settings": {"depth": 3}}}}}}
+
+
+def test_the_sizes_bound_what_a_config_is_merged_onto_never_what_it_gives():
+    """A value given beside `at_most` (in tiny.yaml, or typed on the command line with it) is
+    as given, above the bound too; what the defaults give is lowered."""
+    words = read_config_words(["studies={stack96: {settings: {seeds: 7}}, monitor: "
+                               "{arms: {blocks: {axes: {depth: [2, 16]}}}}}"])
+    given = combined(read_config(ROOT / "config/tiny.yaml"), words)
+    config = with_base(given, ROOT, DEFAULT)
+    assert config["studies"]["stack96"]["settings"]["seeds"] == 7
+    assert config["studies"]["monitor"]["arms"]["blocks"]["axes"]["depth"] == [2, 16]
+    assert DEFAULT["studies"]["varsplit"]["arms"]["tokens"]["axes"]["tokens"][-1] > 16
+    bounded = with_base({"at_most": {"tokens": 16}}, ROOT, DEFAULT)
+    assert bounded["studies"]["varsplit"]["arms"]["tokens"]["axes"]["tokens"][-1] == 16
 
 
 @pytest.mark.parametrize("name", ["fixes", "scale", "training_gpu", "models", "tiny_fixes",

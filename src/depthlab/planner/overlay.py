@@ -117,12 +117,13 @@ def with_base(given: dict, root: str | Path | Callable[[str], str], defaults: di
               seen: tuple = (), read: list | None = None) -> dict:
     """`given` merged onto what it changes: the defaults, or, where it names a `base:` file
     (relative to where snakemake runs, else one of the workflow's own files: `workflow_file`
-    of `root`), that file's config, itself resolved the same way; then, once the chain is
-    merged, only its `only_studies` (`running`). A base that names no file, or a chain of bases
+    of `root`), that file's config, itself resolved the same way, its sizes first bounded by
+    `given`'s `at_most` (`capped`); then, once the chain is merged, only its `only_studies`
+    (`running`). A base that names no file, or a chain of bases
     that loops, raises ValueError naming it. The base files read are appended to `read`
     (absolute, nearest first)."""
     if BASE not in given:
-        merged = overlay(defaults, given)
+        base = defaults
     else:
         name = given[BASE]
         found = [p for p in (Path(str(name)), workflow_file(root, str(name)))
@@ -134,8 +135,9 @@ def with_base(given: dict, root: str | Path | Callable[[str], str], defaults: di
         if read is not None:
             read.append(found[0].absolute())
         base = with_base(read_config(found[0]), root, defaults, (*seen, name), read)
-        merged = overlay(base, {k: v for k, v in given.items() if k != BASE})
-    return merged if seen else capped(running(merged))
+    own = {k: v for k, v in given.items() if k != BASE}
+    merged = overlay(capped(base, given.get(AT_MOST)), own)
+    return merged if seen else running(merged)
 
 
 def running(config: dict) -> dict:
@@ -148,12 +150,12 @@ def running(config: dict) -> dict:
     return {**config, "studies": {k: v for k, v in config["studies"].items() if k in only}}
 
 
-def capped(config: dict) -> dict:
-    """`config` with its studies no larger than its `at_most` (a size setting -> its largest
-    value): a study's or an arm's setting or training value above it lowered to it, and an
-    axis's or a list's values lowered to it, repeats dropped (depth [2, 24, 96] at most 8:
-    [2, 8]); `config` itself without `at_most`."""
-    caps = config.get(AT_MOST)
+def capped(config: dict, caps) -> dict:
+    """`config` with its studies no larger than `caps` (a size setting -> its largest value; a
+    config's `at_most`, applied to what it is merged onto, never to the values it gives): a
+    study's or an arm's setting or training value above it lowered to it, and an axis's or a
+    list's values lowered to it, repeats dropped (depth [2, 24, 96] at most 8: [2, 8]);
+    `config` itself without caps."""
     if not isinstance(caps, dict) or not isinstance(config.get("studies"), dict):
         return config
 
