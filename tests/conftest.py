@@ -44,6 +44,15 @@ SMALL_CORPUS = ROOT / "tests" / "data" / "corpus_small.txt"
 NO_CONTROLLER = Path(tempfile.mkdtemp(prefix="depthlab-no-slurmctld-"))
 (NO_CONTROLLER / "scontrol").write_text("#!/bin/sh\nexit 1\n")
 (NO_CONTROLLER / "scontrol").chmod(0o755)
+# the same wait in each pytest process, which imports Snakemake's command line (its plugins) as
+# it collects tests/test_load.py and test_startup.py: NO_CONTROLLER first on the PATH while
+# pytest collects, the PATH as it was after (pytest_collection_finish)
+PATH = os.environ.get("PATH", "")
+os.environ["PATH"] = f"{NO_CONTROLLER}{os.pathsep}{PATH}"
+
+
+def pytest_collection_finish(session) -> None:
+    os.environ["PATH"] = PATH
 
 
 def snakemake_env() -> dict[str, str]:
