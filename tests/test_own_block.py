@@ -22,8 +22,10 @@ from depthlab.analysis.style import PLACEMENT_STYLE
 from depthlab.core.measure import measure_cell
 from depthlab.core.own_block import POINTS, check_block, measure_module, resolve
 from depthlab.core.probes import PROBES
+from depthlab.planner.cost import pass_bytes, pass_plan
 from depthlab.planner.overlay import config_of
 from depthlab.planner.validate import check_config
+from depthlab.vocabulary.jobs import PassPlan
 from depthlab.vocabulary.settings import ConfigError, RunSettings
 from depthlab.vocabulary.variants import base, label, order, own_key, own_style, with_blocks
 
@@ -362,3 +364,13 @@ def test_a_caption_names_the_own_block_and_cites_no_built_in_claim():
     assert ("make_block (examples.encoder_block:make_block; arm grad, following the final norm "
             "of Post-LN, Pre-LN, no residual)") in cat.caption(target)
     assert cat.claims_testing(target) == []
+
+
+def test_an_own_block_cell_is_planned_as_it_runs_one_seed_a_pass_every_block_held():
+    """measure_module runs an own block's seeds one at a time with every block and its graph
+    held: its plan says so however deep (the built-in's blocks would be recomputed), and its
+    bytes hold at least every block's weights and gradients (12 d^2 a block, float64)."""
+    deep = RunSettings(depth=1024, d_model=256, seeds=6, block=EXAMPLE)
+    assert pass_plan(dataclasses.replace(deep, block="")).recomputes
+    assert pass_plan(deep) == PassPlan(seeds_per_pass=1, streamed=False, recomputes=False)
+    assert pass_bytes(deep) > 2 * 8 * 12 * 256**2 * 1024

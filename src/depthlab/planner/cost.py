@@ -93,8 +93,8 @@ def _activations(s: RunSettings) -> int:
 def recomputes(s: RunSettings) -> bool:
     """Whether a pass recomputes each block in its backward pass (depthlab.core.recompute):
     a gradient of block parameters where one seed with every block's graph would exceed the
-    `pass_mb` budget."""
-    return (s.grad_of in ("params", "weights") and bool(s.pass_mb)
+    `pass_mb` budget; never an own block's (depthlab.core.own_block holds every block)."""
+    return (s.grad_of in ("params", "weights") and bool(s.pass_mb) and not s.block
             and _graph_bytes(s) > s.pass_mb * 1e6)
 
 
@@ -103,10 +103,11 @@ def streamed(s: RunSettings) -> bool:
     drawing every block twice (once to reach the input, which the generator draws after the
     blocks, and once as the pass reaches it): one that recomputes blocks in its backward pass,
     or a forward-only pass (grad_of none) whose seeds would exceed `pass_mb` with every block
-    held. A forward-only pass that fits holds its blocks, drawn once: the same numbers."""
+    held. A forward-only pass that fits holds its blocks, drawn once: the same numbers. Never
+    an own block's pass, which holds every block."""
     if recomputes(s):
         return True
-    if s.grad_of != "none" or not s.pass_mb:
+    if s.grad_of != "none" or not s.pass_mb or s.block:
         return False
     seeds = (min(s.seed_batch, s.seeds) if s.seed_batch
              else _fewest(s, _forward_bytes(s, held=False)))
@@ -153,7 +154,10 @@ def _fewest(s: RunSettings, one: float) -> int:
 def seeds_per_pass(s: RunSettings) -> int:
     """How many seeds one forward/backward pass holds: `seed_batch` if set, else the size that
     splits the seeds into the fewest passes of at most `pass_mb` MB of `pass_bytes` each, as
-    evenly as a fixed size allows (pass_mb 0: one pass; a seed over the budget: one per pass)."""
+    evenly as a fixed size allows (pass_mb 0: one pass; a seed over the budget: one per pass);
+    an own block's seeds: one a pass (depthlab.core.own_block.measure_module)."""
+    if s.block:
+        return 1
     if s.seed_batch:
         return min(s.seed_batch, s.seeds)
     if not s.pass_mb:
