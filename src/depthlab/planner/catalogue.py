@@ -30,9 +30,9 @@ class Catalogue:
         self.jobs = {(j.study, j.arm, j.job): j for j in jobs}
         # the arms of each study, in config order
         self.arms = {study: list(spec["arms"]) for study, spec in config["studies"].items()}
-        # each target of a configured study that reads at least one configured arm
+        # each target of a configured study that reads a configured arm and has those it needs
         self.targets = [t for t in targets
-                        if t.study in self.arms and t.arms(self.arms[t.study])]
+                        if t.study in self.arms and t.builds(self.arms[t.study])]
         self.claims = claims
         claimed = {entry.get("measure", {}).get("fit") for entry in claims}
         # the fits the ledger reads: its studies that this config fits (none: no ledger)

@@ -31,6 +31,8 @@ class Target:
                  arms read (one frame) and the `options` below as keywords
     reads:       the arms whose fits it reads (fnmatch patterns, e.g. 'sens_*'), and the arms
                  split from their `block` axes ('grad@make_parallel' where it reads 'grad')
+    needs:       patterns of `reads` that each must match an arm of the config for the target
+                 to be built (its own data: the width figure's 'width_*'); () any one arm read
     options:     keys of the study's `analysis:` config passed to the function
     note:        the line printed under a table (its estimator, in words)
     on_grid:     (option, setting) pairs: an `options` key whose value must be a value of that
@@ -48,6 +50,7 @@ class Target:
     draw: str
     reads: tuple[str, ...]
     caption: str
+    needs: tuple[str, ...] = ()
     title: str = ""
     note: str = ""
     options: tuple[str, ...] = ()
@@ -84,26 +87,32 @@ class Target:
     def _per_placement(self, keys: Iterable[str]) -> bool:
         return bool(self.per_placement) and variants.per_placement(keys)
 
-    def arms(self, configured) -> list[str]:
-        """The arms among `configured` (the study's arm names) that this target reads: those
-        its patterns match, and those split from one of them (depthlab.vocabulary.variants.
-        origin)."""
+    def arms(self, configured, patterns: tuple[str, ...] | None = None) -> list[str]:
+        """The arms among `configured` (the study's arm names) that this target reads (or
+        that `patterns` match): those its patterns match, and those split from one of them
+        (depthlab.vocabulary.variants.origin)."""
         return [a for a in configured
                 if any(fnmatch.fnmatchcase(a, p) or fnmatch.fnmatchcase(origin(a), p)
-                       for p in self.reads)]
+                       for p in (self.reads if patterns is None else patterns))]
+
+    def builds(self, configured) -> bool:
+        """Whether a study with the arms `configured` builds this target: it reads one of them,
+        and each pattern the target `needs` matches one."""
+        return bool(self.arms(configured)) and all(self.arms(configured, (p,))
+                                                   for p in self.needs)
 
     def unavailable(self, configured: dict[str, list[str]], configs: dict[str, dict]) -> str:
-        """Why this config cannot build the target ('' if it can): its study or every arm it
-        reads is missing; names the shipped config files (`configs`: name -> parsed YAML)
-        whose study has them."""
-        if self.study in configured and self.arms(configured[self.study]):
+        """Why this config cannot build the target ('' if it can): its study, every arm it
+        reads or an arm it needs is missing; names the shipped config files (`configs`: name
+        -> parsed YAML) whose study has them."""
+        if self.study in configured and self.builds(configured[self.study]):
             return ""
         having = sorted(name for name, c in configs.items()
-                        if self.arms(list(c.get("studies", {}).get(self.study, {})
-                                          .get("arms", {}))))
+                        if self.builds(list(c.get("studies", {}).get(self.study, {})
+                                            .get("arms", {}))))
         where = (f"; run it with --configfile {' or '.join(having)}" if having else "")
-        return (f"{self.name}: this config has no arm {', '.join(self.reads)} of study "
-                f"'{self.study}'{where}")
+        return (f"{self.name}: this config has no arm {', '.join(self.needs or self.reads)} of "
+                f"study '{self.study}'{where}")
 
 def declare(study: str, *targets: Target) -> tuple[Target, ...]:
     """A study's targets, each tagged with the study."""

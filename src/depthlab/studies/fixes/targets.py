@@ -93,7 +93,7 @@ TARGETS = declare(
     Target(
         "table_fixes_width",
         "fixes: every placement x probe at L = 24 across widths d = 64..256",
-        draw="tables:width", reads=WIDTH_ARMS,
+        draw="tables:width", reads=WIDTH_ARMS, needs=("width_*",),
         title="Every placement on every probe at L = 24 across the width d, at initialisation",
         note=f"{CELLS} heads = d/32 (head size 32); d = 128 is the depth arm's L = 24 cell. "
         f"{DEFINITIONS}",
@@ -274,7 +274,7 @@ TARGETS = declare(
     Target(
         "fig_fixes_width",
         "fixes: the probes against width d at L = 24, a curve per placement",
-        draw="figures:width", reads=WIDTH_ARMS,
+        draw="figures:width", reads=WIDTH_ARMS, needs=("width_*",),
         caption="Gradient ratio, stream growth, ω decay rate, token cosine after the last "
         "block, the last block's MLP branch-to-stream ratio and the head's input sd at "
         "L = 24 against the width d = 64, 128, 256 (heads = d/32), a panel per probe, a "
