@@ -306,6 +306,23 @@ def test_a_target_without_an_arm_it_needs_is_not_built_and_names_the_configs_wit
         assert BY_NAME[name].unavailable({"fixes": ["depth", "width_64"]}, shipped) == ""
 
 
+def test_a_table_at_a_depth_no_cell_has_is_not_built_and_asking_for_it_is_one_line():
+    """The fixes probes table at L = 192 of a depth arm without L = 192 was empty, and its
+    LaTeX failed inside the job; it is not planned, and asked for it is one line."""
+    from depthlab.studies import BY_NAME
+
+    config = config_of(ROOT, "config/tiny_fixes.yaml")
+    config["studies"]["fixes"]["arms"]["depth"]["axes"]["depth"] = [2, 8, 96]
+    catalogue = Catalogue(config, check_config(config, SCHEMA, STUDIES), TARGETS, [])
+    built = {t.name for t in catalogue.targets}
+    assert "table_fixes_probes_L96" in built and "table_fixes_probes_L192" not in built
+    asked = BY_NAME["table_fixes_probes_L192"]
+    assert unavailable_target(["results/tables/fixes_probes_L192.tex"], [asked],
+                              catalogue.arms, shipped_configs(ROOT), catalogue.grid) == (
+        "table_fixes_probes_L192: the arms it reads (depth, calibrated) have no cell at "
+        "depth=192 (depth: 2, 8, 96)")
+
+
 def test_a_target_this_config_cannot_build_is_found_by_name_or_file():
     from depthlab.studies import BY_NAME
 

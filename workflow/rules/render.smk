@@ -57,7 +57,7 @@ for target in PLAN.targets:
             params:
                 # a function: the shipped configs are read only if this rule is asked for
                 why=lambda wildcards, target=target: target.unavailable(
-                    PLAN.catalogue.arms, PLAN.shipped_configs
+                    PLAN.catalogue.arms, PLAN.shipped_configs, PLAN.catalogue.grid
                 ),
             message:
                 "{params.why}"

@@ -30,9 +30,19 @@ class Catalogue:
         self.jobs = {(j.study, j.arm, j.job): j for j in jobs}
         # the arms of each study, in config order
         self.arms = {study: list(spec["arms"]) for study, spec in config["studies"].items()}
-        # each target of a configured study that reads a configured arm and has those it needs
+        # study -> arm -> setting -> the values its cells take, for the settings targets are `at`
+        named = {setting for t in targets for setting, _ in t.at}
+        self.grid: dict[str, dict[str, dict[str, set]]] = {}
+        for job in jobs:
+            values = self.grid.setdefault(job.study, {}).setdefault(job.arm, {})
+            for setting in named:
+                values.setdefault(setting, set()).update(
+                    getattr(c.settings, setting) for c in job.cells)
+        # each target of a configured study that reads a configured arm, has those it needs
+        # and the grid values it is at
         self.targets = [t for t in targets
-                        if t.study in self.arms and t.builds(self.arms[t.study])]
+                        if t.study in self.arms and t.builds(self.arms[t.study])
+                        and not t.off_grid(self.grid.get(t.study, {}))]
         self.claims = claims
         claimed = {entry.get("measure", {}).get("fit") for entry in claims}
         # the fits the ledger reads: its studies that this config fits (none: no ledger)

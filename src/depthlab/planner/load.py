@@ -484,6 +484,7 @@ class Plan:
             [t for t in self.targets if t not in self.catalogue.targets],
             self.catalogue.arms,
             self.shipped_configs,
+            self.catalogue.grid,
         )
         if error:
             start.leave(f"target error: {error}")

@@ -164,15 +164,16 @@ def anchored(config: dict, started_in: str, absolute: bool, keys=("claims", "cor
 
 def target_error(targets: list[str], rules: list[str], outputs: list[str],
                  made: Callable[[str], bool], unbuildable: list, arms: dict,
-                 configs: dict) -> str:
+                 configs: dict, grid: dict | None = None) -> str:
     """'' when each of `targets` (the command line's) can be built, else one line: a word that
     is no rule name (`rules`) nor a path, with the closest rule name; a declared target this
     config cannot build (one of `unbuildable`, by name or by one of its files), with the
-    shipped `configs` that can (for the configured `arms`); a path that no rule makes
+    shipped `configs` that can (for the configured `arms`), or the grid value it lacks
+    (`grid`: Catalogue.grid); a path that no rule makes
     (`made(path)`) and that is no file, with the closest of `outputs` (the rules' outputs
     without wildcards)."""
     return (unknown_target(targets, rules)
-            or unavailable_target(targets, unbuildable, arms, configs)
+            or unavailable_target(targets, unbuildable, arms, configs, grid)
             or unknown_path(targets, outputs, made))
 
 
@@ -278,12 +279,12 @@ class Start:
         why = built_elsewhere(json.loads(config_text), recorded, provenance)
         return f"report: {why}; build it with that run's --configfile files" if why else ""
 
-    def target_error(self, rules, outputs, made, unbuildable, arms, configs) -> str:
+    def target_error(self, rules, outputs, made, unbuildable, arms, configs, grid=None) -> str:
         """The command line's target error (module `target_error`), '' without one."""
         if not self.command:
             return ""
         return target_error(list(self.command.targets or []), rules, outputs, made,
-                            unbuildable, arms, configs)
+                            unbuildable, arms, configs, grid)
 
     def warnings(self, given: dict, merged: dict) -> list[str]:
         """A warning line per study setting `given` sets that arms of `merged` override with

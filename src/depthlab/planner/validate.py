@@ -61,14 +61,15 @@ def unknown_target(targets, rules) -> str:
     return ""
 
 
-def unavailable_target(requested, targets, configured: dict, configs: dict) -> str:
+def unavailable_target(requested, targets, configured: dict, configs: dict,
+                       grid: dict | None = None) -> str:
     """'' unless one of `requested` (the command line's targets) names one of `targets` (the
     declared targets this config cannot build) or one of its files; then why it cannot be built
-    and the shipped `configs` that can (Target.unavailable)."""
+    and the shipped `configs` that can (Target.unavailable; `grid`: Catalogue.grid)."""
     for name in requested:
         for target in targets:
             if name == target.name or name in target.outputs.values():
-                why = target.unavailable(configured, configs)
+                why = target.unavailable(configured, configs, grid)
                 if why:
                     return why
     return ""

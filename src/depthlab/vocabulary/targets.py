@@ -33,6 +33,8 @@ class Target:
                  split from their `block` axes ('grad@make_parallel' where it reads 'grad')
     needs:       patterns of `reads` that each must match an arm of the config for the target
                  to be built (its own data: the width figure's 'width_*'); () any one arm read
+    at:          (run setting, value) pairs some cell of the arms it reads must have for the
+                 target to be built (the fixes table at L = 192: (('depth', 192),))
     options:     keys of the study's `analysis:` config passed to the function
     note:        the line printed under a table (its estimator, in words)
     on_grid:     (option, setting) pairs: an `options` key whose value must be a value of that
@@ -51,6 +53,7 @@ class Target:
     reads: tuple[str, ...]
     caption: str
     needs: tuple[str, ...] = ()
+    at: tuple[tuple[str, object], ...] = ()
     title: str = ""
     note: str = ""
     options: tuple[str, ...] = ()
@@ -101,12 +104,26 @@ class Target:
         return bool(self.arms(configured)) and all(self.arms(configured, (p,))
                                                    for p in self.needs)
 
-    def unavailable(self, configured: dict[str, list[str]], configs: dict[str, dict]) -> str:
+    def off_grid(self, grid: dict[str, dict[str, set]]) -> str:
+        """'' unless a (setting, value) of `at` is on no cell of the arms it reads (`grid`: the
+        study's arm -> setting -> the values its cells take); then which, and the values
+        there."""
+        arms = self.arms(list(grid))
+        for setting, value in self.at:
+            values = sorted({v for arm in arms for v in grid[arm].get(setting, ())})
+            if value not in values:
+                return (f"{self.name}: the arms it reads ({', '.join(arms)}) have no cell at "
+                        f"{setting}={value!r} ({setting}: {', '.join(map(str, values))})")
+        return ""
+
+    def unavailable(self, configured: dict[str, list[str]], configs: dict[str, dict],
+                    grid: dict[str, dict] | None = None) -> str:
         """Why this config cannot build the target ('' if it can): its study, every arm it
-        reads or an arm it needs is missing; names the shipped config files (`configs`: name
-        -> parsed YAML) whose study has them."""
+        reads or an arm it needs is missing, naming the shipped config files (`configs`: name
+        -> parsed YAML) whose study has them; or, with `grid` (study -> `off_grid`'s), a value
+        it must be `at` is on none of its cells."""
         if self.study in configured and self.builds(configured[self.study]):
-            return ""
+            return self.off_grid((grid or {}).get(self.study, {}))
         having = sorted(name for name, c in configs.items()
                         if self.builds(list(c.get("studies", {}).get(self.study, {})
                                             .get("arms", {}))))

@@ -69,7 +69,7 @@ def _table(name: str, draw: str, depth: int) -> Target:
     return Target(
         name,
         f"fixes: every placement x probe at L = {depth} (median, seed range)",
-        draw=draw, reads=DEPTH_ARMS,
+        draw=draw, reads=DEPTH_ARMS, at=(("depth", depth),),
         title=f"Every placement on every probe at L = {depth}, at initialisation",
         note=TABLE_NOTE,
         caption=f"Every placement (rows) on every probe of the notes (columns) at L = {depth}: "
