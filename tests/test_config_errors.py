@@ -321,6 +321,11 @@ def test_a_table_at_a_depth_no_cell_has_is_not_built_and_asking_for_it_is_one_li
                               catalogue.arms, shipped_configs(ROOT), catalogue.grid) == (
         "table_fixes_probes_L192: the arms it reads (depth, calibrated) have no cell at "
         "depth=192 (depth: 2, 8, 96)")
+    # ResiDual's second stream, drawn by fig_fixes_carry, where ResiDual is measured only
+    for name, carries in (("fixes_collapse", True), ("models_collapse", False)):
+        config = config_of(ROOT, f"config/{name}.yaml")
+        catalogue = Catalogue(config, check_config(config, SCHEMA, STUDIES), TARGETS, [])
+        assert ("fig_fixes_carry" in {t.name for t in catalogue.targets}) == carries, name
 
 
 def test_a_target_this_config_cannot_build_is_found_by_name_or_file():

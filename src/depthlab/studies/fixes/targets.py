@@ -264,7 +264,7 @@ TARGETS = declare(
     Target(
         "fig_fixes_carry",
         "fixes: ResiDual's second stream x_d against depth and by block",
-        draw="figures:carry", reads=DEPTH_ARMS,
+        draw="figures:carry", reads=DEPTH_ARMS, at=(("placement", "resi_dual"),),
         caption="ResiDual's second stream x_d (the unnormalised sum of every branch output, "
         "from the input): its sd after the last block over the input's against depth beside "
         "x_a's (the Post-LN stream the blocks read) and Pre-LN's stream growth, log-log "
