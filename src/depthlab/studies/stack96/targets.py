@@ -42,7 +42,7 @@ TARGETS = declare(
     ),
     Target(
         "table_stream_growth",
-        "stack96 table 3: Pre-LN stream sd growth, exponent and variance-budget fit",
+        "stack96 table 3: stream sd growth, exponent and variance-budget fit (each placement)",
         draw="tables:stream_growth", reads=("stream",),
         title="Pre-LN residual-stream growth (medians across seeds)",
         note="The exponent is the note's one-depth estimate ln(factor)/ln(L); the budget columns "
@@ -105,7 +105,7 @@ TARGETS = declare(
     ),
     Target(
         "fig_stream_sd",
-        "stack96: Pre-LN stream sd by block per depth and output scale, sqrt reference",
+        "stack96: stream sd by block per depth and output scale (each placement), sqrt reference",
         draw="figures:stream_sd", reads=("stream",),
         caption="Pre-LN residual-stream sd after each block (units of the input sd), a panel "
         "per output scale, a line per depth (median; band: seed range), beside two "
