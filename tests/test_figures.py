@@ -225,6 +225,21 @@ def grad_fits(placements, depths=(6, 24, 48, 96)) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def test_a_wrapped_label_keeps_a_short_parenthesis_on_one_line():
+    """A y label too long for its axis is wrapped (style.finish), never inside "(own
+    block)"; a long parenthesis may still break."""
+    fig, ax = plt.subplots(figsize=(3.5, 2.2))
+    ax.plot([1, 2], [1, 2])
+    ax.set_ylabel("the first/last block gradient ratio of make_parallel (own block), at init")
+    ax.set_title("a title that is much too long for this narrow panel (seeds 0 to 5, all)")
+    finish(fig)
+    label, title = ax.get_ylabel(), ax.get_title()
+    assert "\n" in label and "(own block)" in label.splitlines()[
+        next(i for i, line in enumerate(label.splitlines()) if "(own" in line)]
+    assert "\n" in title
+    plt.close(fig)
+
+
 def test_legend_lists_only_the_placements_with_data():
     """The README's first figure once listed all nine registry placements for three curves."""
     three = ("post", "pre", "none")

@@ -398,6 +398,17 @@ def wrap_labels(fig, rounds: int = 3) -> bool:
     return True
 
 
+# a short parenthesis a label keeps on one line when wrapped: "(own block)", "(HF layer)"
+_SHORT_PARENTHESIS = re.compile(r"\([^()\n]{1,20}\)")
+
+
+def _wrap_line(line: str, chars: int) -> str:
+    """`line` wrapped into lines of about `chars` characters at its spaces, but not inside a
+    short parenthesis."""
+    kept = _SHORT_PARENTHESIS.sub(lambda m: m[0].replace(" ", "\u00a0"), line)
+    return textwrap.fill(kept, chars, break_long_words=False).replace("\u00a0", " ")
+
+
 def _wrap_once(fig) -> bool:
     """wrap_labels on the layout as laid out now; whether any label was wrapped."""
     fig.draw_without_rendering()
@@ -416,8 +427,7 @@ def _wrap_once(fig) -> bool:
                 continue
             longest = max(len(line) for line in text.splitlines())
             chars = max(8, int(longest * length / size * 0.95))
-            new = "\n".join(textwrap.fill(line, chars, break_long_words=False)
-                            for line in text.splitlines())
+            new = "\n".join(_wrap_line(line, chars) for line in text.splitlines())
             wrapped |= new != text
             label.set_text(new)
     return wrapped
