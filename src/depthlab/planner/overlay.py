@@ -119,9 +119,8 @@ def with_base(given: dict, root: str | Path | Callable[[str], str], defaults: di
     (relative to where snakemake runs, else one of the workflow's own files: `workflow_file`
     of `root`), that file's config, itself resolved the same way, its sizes first bounded by
     `given`'s `at_most` (`capped`); then, once the chain is merged, only its `only_studies`
-    (`running`). A base that names no file, or a chain of bases
-    that loops, raises ValueError naming it. The base files read are appended to `read`
-    (absolute, nearest first)."""
+    (`running`). A base that names no file, or a chain of bases that loops, raises ValueError
+    naming it. The base files read are appended to `read` (absolute, nearest first)."""
     if BASE not in given:
         base = defaults
     else:
