@@ -115,6 +115,28 @@ def test_step_flops_count_what_torch_counts(placement):
     assert counter.get_total_flops() == cost.step_flops(s) - attention
 
 
+@pytest.mark.parametrize("placement", ["pre", "normformer", "resi_dual"])
+def test_a_training_step_s_forward_skips_the_probes_reductions_with_the_same_numbers(placement):
+    """A training step's or a validation loss's forward (probed=False) records no per-block sd
+    nor active fraction, which only the probes read, and gives the same losses and gradients,
+    bit for bit, as the probed forward."""
+    s = tiny(placement=placement, depth=3)
+    ids = torch.randint(0, s.head_classes, (s.seeds, s.batch, s.tokens + 1),
+                        generator=torch.Generator().manual_seed(0))
+    runs = {}
+    for probed in (True, False):
+        model = build_model(s, s.seed_list())
+        loss, trace = model_loss(model, ids, s, probed=probed)
+        loss.sum().backward()
+        runs[probed] = (loss.detach(), [t.grad for t in model.leaves()], trace)
+    assert torch.equal(runs[True][0], runs[False][0])
+    assert all(torch.equal(a, b) for a, b in zip(runs[True][1], runs[False][1], strict=True))
+    probed, bare = runs[True][2], runs[False][2]
+    assert len(probed.attn_in_sd) == len(probed.mlp_in_sd) == len(probed.ffn_active) == 3
+    assert bare.attn_in_sd == bare.mlp_in_sd == bare.ffn_active == []
+    assert len(bare.stream) == len(probed.stream) == 4
+
+
 def test_train_settings_are_checked():
     with pytest.raises(ConfigError, match="checkpoints"):
         TrainSettings.from_mapping({"steps": 10, "checkpoints": [0, 20]})

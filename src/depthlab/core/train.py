@@ -69,13 +69,14 @@ def embed_tokens(model: CharModel, ids: Tensor) -> Tensor:
 
 
 def model_loss(model: CharModel, ids: Tensor, s: RunSettings, trace_grads: bool = False,
-               removed: int | None = None):
+               removed: int | None = None, probed: bool = True):
     """Per-seed mean next-character cross-entropy (nats) of windows ids (S, B, T+1): predict
     ids[..., 1:] from ids[..., :-1], with block `removed` (1-based) ablated if given. Returns
-    the losses (S,) and the forward trace."""
+    the losses (S,) and the forward trace (without the probes' reductions unless `probed`:
+    depthlab.core.model.forward)."""
     s = dataclasses.replace(s, batch=ids.shape[1])
     x = embed_tokens(model, ids[..., :-1])
-    y, trace = forward(model.stack, x, s, removed=removed)
+    y, trace = forward(model.stack, x, s, removed=removed, probed=probed)
     if trace_grads:
         for t in trace.stream:
             t.retain_grad()
@@ -125,7 +126,7 @@ def optimizer(model: CharModel, ts: TrainSettings) -> torch.optim.AdamW:
 @torch.no_grad()
 def head_input_of_windows(model: CharModel, ids: Tensor, s: RunSettings) -> Tensor:
     """What the loss head reads (S, N, d) for windows ids (S, B, T+1)."""
-    return model_loss(model, ids, s)[1].head_input
+    return model_loss(model, ids, s, probed=False)[1].head_input
 
 
 @measures(
@@ -149,7 +150,7 @@ def validation_loss(model: CharModel, val_data: Tensor, eval_starts: np.ndarray,
     span = s.tokens + 1
     return torch.stack([
         model_loss(model, windows(val_data, b, span).expand(s.seeds, -1, -1), s,
-                   removed=removed)[0]
+                   removed=removed, probed=False)[0]
         for b in eval_starts]).mean(0)
 
 
@@ -258,7 +259,7 @@ def train_cell(s: RunSettings, ts: TrainSettings, ids: np.ndarray, cell: str = "
                                               for r in seed_rngs]), span)
         opt.zero_grad(set_to_none=True)
         with torch.autocast(s.device, torch.bfloat16, enabled=ts.autocast == "bfloat16"):
-            loss, _ = model_loss(model, batch, s)
+            loss, _ = model_loss(model, batch, s, probed=False)
         loss = loss.float()
         loss.sum().backward()
         opt.step()
