@@ -3,8 +3,8 @@ that job's shard instead of being measured again (e.g. stack96's stream arm at o
 its grad arm's Pre-LN cells; monitor's Post-LN cells without a final norm are stack96's).
 
 Two cells give the same numbers when every setting that enters the computation is equal (the
-final norm as resolved, the seed batches as resolved, but an own block's, whose seeds are
-measured one at a time). What is probed may differ: a cell that
+final norm as resolved, the seed batches as resolved: an own block's seeds one at a time,
+whatever the pass plan of a built-in would be). What is probed may differ: a cell that
 takes no gradients (grad_of none) reads every forward probe of one that does, whose values are
 the same (autograd changes no forward number), and a cell without the pairwise block
 correlations, the Jacobian probe (jacobian_dirs) or the update probe (update_lr) reads one with
@@ -41,9 +41,7 @@ def numbers_key(s: RunSettings) -> str:
     values = {k: float(v) if k in FLOATS else v for k, v in s.as_columns().items()
               if k not in PROBE_OPTIONS + SPLIT_OPTIONS}
     values["final_norm"] = s.uses_final_norm
-    # an own block's seeds are measured one at a time (own_block.measure_module), whatever
-    # the seed batches: its cells share across them (a forward-only cell holds more seeds a pass)
-    values["seeds_per_pass"] = None if s.block else seeds_per_pass(s)
+    values["seeds_per_pass"] = seeds_per_pass(s)  # an own block's: 1, whatever seed_batch says
     return json.dumps(values, sort_keys=True)
 
 
