@@ -10,6 +10,7 @@ import os
 if workers := int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0")):
     os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // workers)))
 
+import atexit
 import contextlib
 import copy
 import fcntl
@@ -44,6 +45,7 @@ SMALL_CORPUS = ROOT / "tests" / "data" / "corpus_small.txt"
 NO_CONTROLLER = Path(tempfile.mkdtemp(prefix="depthlab-no-slurmctld-"))
 (NO_CONTROLLER / "scontrol").write_text("#!/bin/sh\nexit 1\n")
 (NO_CONTROLLER / "scontrol").chmod(0o755)
+atexit.register(shutil.rmtree, NO_CONTROLLER, ignore_errors=True)
 # the same wait in each pytest process, which imports Snakemake's command line (its plugins) as
 # it collects tests/test_load.py and test_startup.py: NO_CONTROLLER first on the PATH while
 # pytest collects, the PATH as it was after (pytest_collection_finish)
