@@ -91,6 +91,38 @@ def test_a_jobs_warnings_go_to_its_log(tmp_path):
     assert "UserWarning: lexsort depth" in log.read_text()
 
 
+JOB = """import atexit, logging
+from depthlab.core.logs import end_job, to_file
+class Module:
+    def __del__(self):
+        print("torn down")
+kept = Module()  # as a module's global: collected in the interpreter's teardown
+to_file({log!r})
+atexit.register(logging.info, "exit handler")
+print("the job's console line", end="")
+logging.info("the job's last line")
+{then}
+end_job()
+print("after end_job")
+"""
+
+
+@pytest.mark.parametrize("then, status", [("", 0), ("raise ValueError('bad cell')", 1)])
+def test_a_finished_job_ends_at_once_and_a_failed_one_as_python_ends_it(tmp_path, then, status):
+    """depthlab.core.logs.end_job: the exit handlers run after the job's last line, the console
+    is flushed, nothing after it runs and the interpreter's teardown is skipped (status 0); a
+    job that fails before it ends with its error in the log, torn down, status 1."""
+    log = tmp_path / "job.log"
+    done = subprocess.run([sys.executable, "-c", JOB.format(log=str(log), then=then)],
+                          capture_output=True, text=True)
+    assert done.returncode == status, done.stderr
+    lines = [line.split(": ", 1)[1] for line in log.read_text().splitlines()]
+    assert lines[lines.index("the job's last line") + 1:] == (
+        ["exit handler"] if status == 0 else ["ValueError: bad cell", "exit handler"])
+    assert done.stdout == ("the job's console line" if status == 0
+                           else "the job's console linetorn down\n")
+
+
 @pytest.mark.workflow
 def test_every_compute_job_logs_what_it_used(tiny_run):
     """Each measure and train job ends its log with its CPU seconds and its peak memory

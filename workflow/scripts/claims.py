@@ -10,7 +10,7 @@ from depthlab.claims.protocol import graded_at
 from depthlab.claims.publish import to_html, to_markdown
 from depthlab.claims.schema import load_claims
 from depthlab.core.io import inherited, read_meta, write_parquet, write_text
-from depthlab.core.logs import to_file
+from depthlab.core.logs import end_job, to_file
 from depthlab.planner.provenance import provenance
 from depthlab.studies.fits import study_fits
 
@@ -30,3 +30,4 @@ write_text(readings.to_csv(index=False), snakemake.output.readings)
 write_text(to_markdown(table, Path(snakemake.output.details).name), snakemake.output.md)
 write_text(to_markdown(table), snakemake.output.details)
 write_text(to_html(table), snakemake.output.html)
+end_job()

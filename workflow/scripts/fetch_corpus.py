@@ -4,7 +4,7 @@ sha256-checked."""
 import logging
 
 from depthlab.core.corpus import fetch_corpus
-from depthlab.core.logs import to_file
+from depthlab.core.logs import end_job, to_file
 
 to_file(snakemake.log[0])
 # from config, not params: the checksum makes the bytes the same whichever path names them
@@ -13,3 +13,4 @@ source = config.get("corpus_url") or config.get("corpus_path") or snakemake.inpu
 logging.info("corpus from %s", source)
 fetch_corpus(snakemake.output[0], source, snakemake.params.sha256)
 logging.info("sha256 %s ok", snakemake.params.sha256)
+end_job()

@@ -10,7 +10,7 @@ import yaml
 from depthlab.claims.protocol import freeze, next_pool, spent
 from depthlab.claims.schema import load_claims
 from depthlab.core.io import read_meta, write_text
-from depthlab.core.logs import to_file
+from depthlab.core.logs import end_job, to_file
 
 to_file(snakemake.log[0])
 claims = load_claims(snakemake.input.claims)
@@ -32,3 +32,4 @@ write_text("# The protocol's freeze (docs/claims_rules.md, \"The protocol\"): wr
            "changelog entry of config/claims.yaml carrying\n# its fingerprint, before the "
            "confirmatory runs (config/confirm*.yaml) draw a seed.\n"
            + yaml.safe_dump(frozen, sort_keys=False, allow_unicode=True, width=100), path)
+end_job()

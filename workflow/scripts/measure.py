@@ -8,7 +8,7 @@ import pandas as pd
 
 from depthlab.core.calibrate import branch_scales
 from depthlab.core.io import write_parquet
-from depthlab.core.logs import Progress, to_file
+from depthlab.core.logs import Progress, end_job, to_file
 from depthlab.core.records import copied_rows, job_rows
 from depthlab.core.usage import log_use_at_exit
 from depthlab.planner import cost
@@ -54,3 +54,4 @@ logging.info("compute_s=%.3f", time.perf_counter() - started)
 meta = job_provenance(job, snakemake.params.cells, snakemake.threads)
 write_parquet(frame, snakemake.output[0], meta)
 logging.info("wrote %d rows", len(frame))
+end_job()

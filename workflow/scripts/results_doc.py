@@ -10,7 +10,7 @@ import pandas as pd
 from depthlab.claims.merge import fingerprint_of, merge_runs
 from depthlab.claims.publish import DEFAULT_RUN, headline_line, results_doc, verdict_table
 from depthlab.core.io import read_meta, write_text
-from depthlab.core.logs import to_file
+from depthlab.core.logs import end_job, to_file
 
 
 def of_commit(path: str) -> str:
@@ -67,3 +67,4 @@ replace_between(docs / "SCALE.md", "ledger:scale",
 # README.md is no declared output, which Snakemake would delete before the job)
 replace_between(docs.parent / "README.md", "claims-summary",
                 headline_line(explored, confirmed, frozen), inline=True)
+end_job()

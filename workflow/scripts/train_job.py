@@ -5,7 +5,7 @@ import logging
 
 from depthlab.core.corpus import read_corpus
 from depthlab.core.io import write_parquet
-from depthlab.core.logs import to_file
+from depthlab.core.logs import end_job, to_file
 from depthlab.core.runtime import start_compute_job
 from depthlab.core.train import save_weights, train_job
 from depthlab.core.usage import log_use_at_exit
@@ -26,3 +26,4 @@ meta = job_provenance(job, snakemake.params.cells + snakemake.params.training, s
 write_parquet(frame, snakemake.output.shard, meta)
 save_weights(models, [c.settings.seed_list() for c in job.cells], snakemake.output.weights)
 logging.info("wrote %d rows", len(frame))
+end_job()
