@@ -475,6 +475,7 @@ FIXES_FIGURES = figure_targets(("fixes", "fixestraining"))
 def test_every_fixes_figure_reads_well(tiny_fixes_run, target):
     assert_column_wide(tiny_fixes_run / target.outputs["png"])
     fig = draw(target, tiny_fixes_run)
+    assert any(ax.has_data() for ax in fig.axes), target.name
     assert not BAND_INTERVAL.search(target.caption), target.caption
     check_reads_well(fig)
     plt.close(fig)

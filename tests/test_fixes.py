@@ -20,7 +20,7 @@ from depthlab.core.measure import measure_job
 from depthlab.planner.grid import expand_axes, study_jobs
 from depthlab.planner.overlay import config_of
 from depthlab.planner.validate import check_config
-from depthlab.studies import BY_NAME, TARGETS, drawing
+from depthlab.studies import BY_NAME, TARGETS
 from depthlab.studies.fixes import tables
 from depthlab.studies.fixes.fit import CALIBRATED, FIX_LABELS, LINEAR_TOLERANCE, QUANTITIES, fit
 from depthlab.vocabulary.placements import ORDER, PLACEMENTS
@@ -348,21 +348,6 @@ def test_gradient_readings_table_has_every_placement_under_every_reading(fits):
     # the readings differ: the block's LN gains count under one and not the other
     post = by.loc[FIX_LABELS["post"]]
     assert post["all parameters, MSE"] != post["weight matrices, MSE"]
-
-
-@pytest.mark.slow
-def test_every_fixes_figure_draws(fits):
-    import matplotlib.pyplot as plt
-
-    drawn = 0
-    for target in TARGETS:
-        if target.study == "fixes" and target.kind == "figure":
-            read = fits[fits["arm"].isin(target.arms(sorted(fits["arm"].unique())))]
-            fig = drawing(target)(read)
-            assert any(ax.has_data() for ax in fig.axes), target.name
-            plt.close(fig)
-            drawn += 1
-    assert drawn > 0
 
 
 def test_configs_have_the_same_keys_and_every_placement():
