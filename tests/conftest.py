@@ -42,14 +42,18 @@ SMALL_CORPUS = ROOT / "tests" / "data" / "corpus_small.txt"
 # MinJobAge, which waits about 9 s for a controller that is not running. The tests' runs (but
 # the one on a real Slurm cluster, tests/test_slurm.py) find this `scontrol` first: it answers
 # at once, as on a machine without Slurm.
-NO_CONTROLLER = Path(tempfile.mkdtemp(prefix="depthlab-no-slurmctld-"))
+STAND_IN = "depthlab-no-slurmctld-"  # the name of a NO_CONTROLLER folder starts so
+NO_CONTROLLER = Path(tempfile.mkdtemp(prefix=STAND_IN))
 (NO_CONTROLLER / "scontrol").write_text("#!/bin/sh\nexit 1\n")
 (NO_CONTROLLER / "scontrol").chmod(0o755)
 atexit.register(shutil.rmtree, NO_CONTROLLER, ignore_errors=True)
 # the same wait in each pytest process, which imports Snakemake's command line (its plugins) as
 # it collects tests/test_load.py and test_startup.py: NO_CONTROLLER first on the PATH while
-# pytest collects, the PATH as it was after (pytest_collection_finish)
-PATH = os.environ.get("PATH", "")
+# pytest collects, the PATH as it was after (pytest_collection_finish). pytest-xdist's workers
+# inherit the PATH of the process that starts them, which never collects: its NO_CONTROLLER is
+# left out too (a worker's Slurm test ran the stand-in's `scontrol ping`: CI at d5037d4)
+PATH = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep)
+                       if not Path(p).name.startswith(STAND_IN))
 os.environ["PATH"] = f"{NO_CONTROLLER}{os.pathsep}{PATH}"
 
 

@@ -24,7 +24,7 @@ import pandas as pd
 import pytest
 import torch
 import yaml
-from conftest import ROOT, SNAKEMAKE, copy_workflow, planned, run_folder, run_snakemake
+from conftest import ROOT, SNAKEMAKE, STAND_IN, copy_workflow, planned, run_folder, run_snakemake
 
 from depthlab.core.io import read_meta
 from depthlab.core.measure import check_device, measure_cell
@@ -373,6 +373,14 @@ def test_gpu_profile_sends_compute_jobs_to_a_gpu(tmp_path):
 
 
 # ---------------------------------------------------------------- the real cluster
+
+
+def test_a_test_finds_the_machine_s_scontrol_not_the_stand_in():
+    """Outside the tests' own Snakemake runs the PATH is the machine's, with no stand-in
+    `scontrol` (tests/conftest.py) before it, in a pytest-xdist worker too: the Slurm fixture's
+    start.sh runs `scontrol ping`, which the stand-in fails."""
+    assert not [p for p in os.environ["PATH"].split(os.pathsep)
+                if os.path.basename(p).startswith(STAND_IN)]
 
 
 @pytest.fixture(scope="module")

@@ -98,25 +98,23 @@ start() {
   ours "$name" || fail "$name exited right after it started" "$name"
   say "$name started (pid $pid)"
 }
-# poll <name> <seconds> <command...>: run the command every 0.1 s until it succeeds (status 0)
-# or <seconds> of wall time pass (status 1); fail when daemon <name> exits meanwhile
-poll() {
-  local name=$1 end=$((SECONDS + $2)); shift 2
-  while ((SECONDS < end)); do
+# up <name> <seconds> <what> <command...>: poll the command every 0.1 s until it succeeds;
+# fail when daemon <name> exits or the time is up
+up() {
+  local name=$1 t=$2 what=$3 i; shift 3
+  for ((i = 0; i < t * 10; i++)); do
     "$@" >/dev/null 2>&1 && return 0
     ours "$name" || fail "$name exited while starting" "$name"
     sleep 0.1
   done
-  return 1
+  fail "no $what after $t s" "$name"
 }
-# up <name> <seconds> <what> <command...>: poll, and fail when the time is up
-up() { poll "$1" "$2" "${@:4}" || fail "no $3 after $2 s" "$1"; }
-# restart <name> <why>: stop our daemon; start() then brings it back
+# restart <name>: stop our daemon (config changed); start() then brings it back
 restart() {
   local pid _ i
   ours "$1" || return 0
   read -r pid _ <"$PIDS/$1.pid"
-  say "$2: restarting $1"
+  say "config changed: restarting $1"
   kill -TERM "$pid" 2>/dev/null || true
   # (an exited daemon may stay a zombie for a while; ours() no longer counts it)
   for ((i = 0; i < 300; i++)); do ours "$1" || break; sleep 0.1; done
@@ -166,7 +164,7 @@ SlurmdTimeout=30
 KillWait=10
 NodeName=$NODE NodeAddr=127.0.0.1 ${HW#NodeName=* } State=UNKNOWN
 PartitionName=$PART Nodes=$NODE Default=YES MaxTime=INFINITE State=UP"; then
-  restart slurmd "config changed"; restart slurmctld "config changed"
+  restart slurmd; restart slurmctld
 fi
 if put /etc/slurm/slurmdbd.conf 600 "$MARK
 AuthType=auth/munge
@@ -180,7 +178,7 @@ StorageHost=localhost
 StorageUser=slurm
 StoragePass=depthlab
 StorageLoc=slurm_acct_db"; then
-  restart slurmdbd "config changed"
+  restart slurmdbd
 fi
 
 # ------------------------------------------------------------------ munge
@@ -211,14 +209,7 @@ up slurmdbd 60 "answer from slurmdbd" sacctmgr -n show cluster
 # argv[0] must stay /usr/sbin/slurmctld, not the alternatives target it links to (slurmctld-wlm):
 # Slurm tells slurmctld from slurmd by argv[0], and as slurmctld-wlm it crashes (seen with slurmdbd)
 start slurmctld /usr/sbin/slurmctld /usr/sbin/slurmctld -D
-# a starting slurmctld has been seen to answer no RPC for 60 s (its scheduler's first line 60 s
-# late, nothing else in its log; 1 of its last 18 starts, in CI): waited for 90 s, then
-# restarted once before that counts as a failure
-if ! poll slurmctld 90 scontrol ping; then
-  restart slurmctld "no answer from slurmctld after 90 s"
-  start slurmctld /usr/sbin/slurmctld /usr/sbin/slurmctld -D
-  up slurmctld 90 "answer from slurmctld (restarted once)" scontrol ping
-fi
+up slurmctld 60 "answer from slurmctld" scontrol ping
 start slurmd /usr/sbin/slurmd /usr/sbin/slurmd -D
 
 # the node registers within a second or so; a node left down/drained by an earlier run is resumed
