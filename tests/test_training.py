@@ -13,6 +13,7 @@ import torch
 from conftest import SHIPPED_CORPUS, SMALL_CORPUS, copy_workflow, run_snakemake
 from torch.utils.flop_counter import FlopCounterMode
 
+from depthlab.core.adamw import AdamW
 from depthlab.core.corpus import CorpusError, fetch_corpus, read_corpus, split, unigram_entropy
 from depthlab.core.model import StackParams
 from depthlab.core.probes import pass_rows
@@ -198,6 +199,35 @@ def test_schedule_warms_up_then_decays():
     assert np.all(np.diff(factors[:11]) > 0) and factors[10] == 1
     assert np.all(np.diff(factors[10:]) < 0) and factors[-1] == pytest.approx(0.1)
     assert TrainSettings(steps=5, schedule="constant").lr_factor(0) == 1
+
+
+def test_adamw_is_torch_s_adamw_under_its_lambda_schedule_bit_for_bit():
+    """depthlab's AdamW at lr·lr_factor(step) against torch.optim.AdamW (its default on the
+    CPU) under LambdaLR(lr_factor): two groups (one decaying), a parameter without a gradient
+    on alternate steps, 12 steps through a warmup: every parameter equal bit for bit."""
+    ts = TrainSettings(steps=12, warmup_steps=4, schedule="cosine", lr=3e-3, weight_decay=0.1,
+                       beta1=0.8, beta2=0.95, eps=1e-7)
+    gen = torch.Generator().manual_seed(0)
+    start = [torch.randn(3, 5, 4, generator=gen, dtype=torch.float64),
+             torch.randn(3, 4, generator=gen), torch.randn(3, 2, 2, generator=gen)]
+    ours, theirs = ([t.clone().requires_grad_() for t in start] for _ in range(2))
+    mine = AdamW([(ours[:1], ts.weight_decay), (ours[1:], 0.0)], (ts.beta1, ts.beta2), ts.eps)
+    opt = torch.optim.AdamW([{"params": theirs[:1], "weight_decay": ts.weight_decay},
+                             {"params": theirs[1:], "weight_decay": 0.0}], lr=ts.lr,
+                            betas=(ts.beta1, ts.beta2), eps=ts.eps)
+    schedule = torch.optim.lr_scheduler.LambdaLR(opt, ts.lr_factor)
+    for step in range(ts.steps):
+        mine.zero_grad()
+        opt.zero_grad(set_to_none=True)
+        for params in (ours, theirs):
+            used = params if step % 2 else params[:2]  # the third gets no gradient every other step
+            sum((p.sin() * (step + 1)).sum() for p in used).backward()
+        mine.step(ts.lr * ts.lr_factor(step))
+        opt.step()
+        schedule.step()
+    for a, b in zip(ours, theirs, strict=True):
+        assert torch.equal(a, b)
+    assert not torch.equal(ours[2], start[2])
 
 
 @pytest.mark.parametrize("placement", ["pre", "post"])

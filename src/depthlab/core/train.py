@@ -21,6 +21,7 @@ import pandas as pd
 import torch
 from torch import Tensor
 
+from depthlab.core.adamw import AdamW
 from depthlab.core.corpus import split, unigram_entropy
 from depthlab.core.io import atomic_path
 from depthlab.core.logs import Progress
@@ -113,14 +114,12 @@ def fixed_batches(val_data: Tensor, s: RunSettings, ts: TrainSettings) -> tuple[
     return eval_starts, probe_ids
 
 
-def optimizer(model: CharModel, ts: TrainSettings) -> torch.optim.AdamW:
+def optimizer(model: CharModel, ts: TrainSettings) -> AdamW:
     """AdamW; every matrix (embeddings, block weights, head) decays, biases and norms do not."""
     leaves = model.leaves()
     decay = [t for t in leaves if t.ndim >= 3]
     rest = [t for t in leaves if t.ndim < 3]
-    groups = [{"params": decay, "weight_decay": ts.weight_decay},
-              {"params": rest, "weight_decay": 0.0}]
-    return torch.optim.AdamW(groups, lr=ts.lr, betas=(ts.beta1, ts.beta2), eps=ts.eps)
+    return AdamW([(decay, ts.weight_decay), (rest, 0.0)], (ts.beta1, ts.beta2), ts.eps)
 
 
 @torch.no_grad()
@@ -230,7 +229,6 @@ def train_cell(s: RunSettings, ts: TrainSettings, ids: np.ndarray, cell: str = "
     n_seeds, span = len(seeds), s.tokens + 1
     model = build_model(s, seeds)
     opt = optimizer(model, ts)
-    schedule = torch.optim.lr_scheduler.LambdaLR(opt, ts.lr_factor)
     seed_rngs = [np.random.default_rng([TRAIN_STREAM, seed]) for seed in seeds]
     last_train = len(train_ids) - span
     eval_starts, probe_ids = fixed_batches(val_data, s, ts)
@@ -257,13 +255,12 @@ def train_cell(s: RunSettings, ts: TrainSettings, ids: np.ndarray, cell: str = "
             break
         batch = windows(train_data, np.stack([r.integers(0, last_train, s.batch)
                                               for r in seed_rngs]), span)
-        opt.zero_grad(set_to_none=True)
+        opt.zero_grad()
         with torch.autocast(s.device, torch.bfloat16, enabled=ts.autocast == "bfloat16"):
             loss, _ = model_loss(model, batch, s, probed=False)
         loss = loss.float()
         loss.sum().backward()
-        opt.step()
-        schedule.step()
+        opt.step(ts.lr * ts.lr_factor(step))  # as torch's LambdaLR(lr_factor) sets it
         train_losses.append(loss.detach())
         if (step + 1) % ts.eval_every == 0:  # fail early, without a device sync every step
             recent = torch.stack(train_losses[-ts.eval_every:])
