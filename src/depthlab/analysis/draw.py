@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from pathlib import Path
 
@@ -10,6 +11,8 @@ from depthlab.analysis.tables import write_table
 from depthlab.vocabulary.targets import Target
 from depthlab.vocabulary.variants import with_blocks
 
+log = logging.getLogger(__name__)
+
 
 def draw(target: Target, function: Callable, fit_paths: list[str | Path], options: dict,
          outputs: dict[str, str], blocks: dict[str, str] | None = None) -> None:
@@ -17,17 +20,26 @@ def draw(target: Target, function: Callable, fit_paths: list[str | Path], option
     depthlab.studies.drawing) of the fits, with the study's `analysis:` options it declares;
     the rows of each arm of an own block (`blocks`: arm -> module:function) under the block's
     own placement key (depthlab.vocabulary.variants.with_blocks), never the built-in's; a
-    table titled for the placement keys its fits hold (Target.title_for)."""
+    table titled for the placement keys its fits hold (Target.title_for); a figure checked
+    before it is written (depthlab.analysis.legibility: a warning in the log per problem)."""
     fits = with_blocks(read_fits(fit_paths), blocks)
     result = function(fits, **options)
     if target.kind == "table":
         keys = fits["placement"].dropna().unique() if "placement" in fits else ()
         write_table(result, outputs["md"], outputs["csv"], target.title_for(keys), target.note,
                     outputs.get("html"), outputs.get("tex"))
-    else:
-        from depthlab.analysis.style import save  # matplotlib only for figures
+    else:  # matplotlib only for figures
+        from depthlab.analysis.legibility import problems, text_boxes
+        from depthlab.analysis.style import finish, write
 
-        save(result, outputs)
+        finish(result)
+        found = problems(result, fits)
+        for line in found:
+            log.warning("%s does not read well: %s", target.name, line)
+        if not found:
+            log.info("%s reads well: %d panels, %d texts checked", target.name,
+                     len(result.axes), len(text_boxes(result)))
+        write(result, outputs)
 
 
 def contact_sheet(pngs: list[str | Path], out: str | Path, columns: int = 4,

@@ -434,12 +434,17 @@ def _wrap_once(fig) -> bool:
 
 
 def save(fig, outputs: Mapping[str, str | Path]) -> None:
-    """Save a figure in every format of `outputs` (extension -> path; PNG at DPI) at its own
-    size (constrained layout keeps labels and legend inside, so a column-wide figure stays
-    column-wide), each written atomically (a temporary name, then renamed), without dates (SVG,
-    PDF), and close it."""
-    meta = {"png": {}, "svg": {"Date": None}, "pdf": {"CreationDate": None, "ModDate": None}}
+    """`finish` the figure, then `write` it."""
     finish(fig)
+    write(fig, outputs)
+
+
+def write(fig, outputs: Mapping[str, str | Path]) -> None:
+    """Save a finished figure in every format of `outputs` (extension -> path; PNG at DPI) at
+    its own size (constrained layout keeps labels and legend inside, so a column-wide figure
+    stays column-wide), each written atomically (a temporary name, then renamed), without dates
+    (SVG, PDF), and close it."""
+    meta = {"png": {}, "svg": {"Date": None}, "pdf": {"CreationDate": None, "ModDate": None}}
     for fmt, path in outputs.items():
         with atomic_path(path) as tmp:
             fig.savefig(tmp, format=fmt, dpi=DPI, metadata=meta[fmt])
