@@ -6,6 +6,9 @@ import numpy as np
 import pandas as pd
 from scipy.special import stdtrit
 
+LEVEL = 0.95  # of every t-interval
+SUMMARY = ("median", "min", "max", "mean", "ci_lo", "ci_hi")  # seed_summary, but n_seeds
+
 
 def seed_summary(values: pd.Series | np.ndarray) -> dict[str, float]:
     """Median, min, max and the 95% t-interval of the mean of per-seed values."""
@@ -22,7 +25,7 @@ def seed_summary(values: pd.Series | np.ndarray) -> dict[str, float]:
     }
 
 
-def t_interval(v: np.ndarray, level: float = 0.95) -> tuple[float, float]:
+def t_interval(v: np.ndarray, level: float = LEVEL) -> tuple[float, float]:
     """Two-sided t confidence interval of the mean of v (NaN for fewer than two values)."""
     v = np.asarray(v, dtype=float)
     if len(v) < 2:
@@ -51,25 +54,38 @@ def summarise_seeds(frame: pd.DataFrame, keys: list[str], quantity: str) -> pd.D
     per group."""
     # the groups in groupby's order (sorted keys; rows with a missing key left out), each
     # group's rows in frame order, then by seed as sort_values sorts them (numpy's quicksort);
-    # numpy arrays instead of a DataFrame per group: the same numbers, a fraction of the time
+    # seed_summary's numbers computed for all groups of one size at once (numpy reduces each
+    # row of a (groups, seeds) array as it reduces one group's values: the same numbers)
     number = frame.groupby(keys, sort=True).ngroup().to_numpy(dtype=float)
     kept = np.flatnonzero(~np.isnan(number))
     order = kept[np.argsort(number[kept], kind="stable")]
     starts = np.flatnonzero(np.diff(number[order], prepend=-1))
     seeds, values = frame["seed"].to_numpy(), frame["value"].to_numpy(dtype=float)
-    columns = [frame[k].to_numpy() for k in keys]
-    rows = []
-    for members in np.split(order, starts[1:]) if len(order) else []:
-        members = members[np.argsort(seeds[members], kind="quicksort")]
-        v = values[members]
-        row = {k: column[members[0]] for k, column in zip(keys, columns, strict=True)}
-        row.update(seed_summary(v))
-        row["seed0"] = float(v[0])
-        row["seeds"] = seeds[members].astype(int).tolist()
-        row["seed_values"] = v.tolist()
-        row["quantity"] = quantity
-        rows.append(row)
-    return pd.DataFrame(rows)
+    groups = [m[np.argsort(seeds[m], kind="quicksort")]
+              for m in (np.split(order, starts[1:]) if len(order) else [])]
+    if not groups:
+        return pd.DataFrame()
+    first = np.array([m[0] for m in groups], dtype=int)
+    sizes = np.array([len(m) for m in groups], dtype=int)
+    stats = {k: np.full(len(groups), np.nan) for k in SUMMARY}
+    for n in np.unique(sizes):
+        at = np.flatnonzero(sizes == n)
+        v = values[np.stack([groups[i] for i in at])]
+        stats["median"][at] = np.median(v, axis=1)
+        stats["min"][at], stats["max"][at], stats["mean"][at] = (v.min(axis=1), v.max(axis=1),
+                                                                  v.mean(axis=1))
+        if n >= 2:
+            half = stdtrit(n - 1, 0.5 + LEVEL / 2) * v.std(axis=1, ddof=1) / np.sqrt(n)
+            stats["ci_lo"][at], stats["ci_hi"][at] = (stats["mean"][at] - half,
+                                                      stats["mean"][at] + half)
+    return pd.DataFrame({
+        **{k: frame[k].to_numpy()[first] for k in keys},
+        "n_seeds": sizes, **stats,
+        "seed0": values[first],
+        "seeds": [seeds[m].astype(int).tolist() for m in groups],
+        "seed_values": [values[m].tolist() for m in groups],
+        "quantity": quantity,
+    })
 
 
 def median_interval(values, level: float = 0.95, resamples: int = 10_000,
