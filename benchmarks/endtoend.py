@@ -222,10 +222,10 @@ def train_step(rounds: int = 5, steps: int = 4, device: str = "cpu", depth: int 
     ids = torch.randint(0, s.head_classes, (s.seeds, s.batch, s.tokens + 1)).to(device)
 
     def depthlab_step() -> None:
-        opt.zero_grad(set_to_none=True)
+        opt.zero_grad()
         loss, _ = model_loss(model, ids, s)
         loss.sum().backward()
-        opt.step()
+        opt.step(ts.lr)
 
     steppers = {"depthlab": depthlab_step,
                 "plain": train_loop.stepper(RunSettings(**{**s.as_columns(), "seeds": 1}), ts)}

@@ -23,7 +23,7 @@ MEASURE_CODE = ("vocabulary/settings.py", "vocabulary/paths.py", "vocabulary/pla
                 "core/own_block.py", "core/prefetch.py", "core/draws.py", "core/norms.py",
                 "vocabulary/inits.py", "core/hf_layers.py", "vocabulary/hf.py")
 TRAIN_CODE = (*MEASURE_CODE, "vocabulary/train_settings.py", "vocabulary/corpus.py",
-              "core/corpus.py", "core/train.py", "core/io.py", "core/logs.py",
+              "core/corpus.py", "core/train.py", "core/adamw.py", "core/io.py", "core/logs.py",
               "planner/codehash.py", "planner/provenance.py")
 CALIBRATED_CODE = (*MEASURE_CODE, "core/calibrate.py")
 
