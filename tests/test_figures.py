@@ -20,6 +20,7 @@ import pytest
 from conftest import tiny_targets
 from PIL import Image
 
+from depthlab.analysis import legibility
 from depthlab.analysis.draw import contact_sheet, draw
 from depthlab.analysis.legibility import (
     code_names,
@@ -350,6 +351,23 @@ def test_a_figure_that_reads_badly_is_written_with_a_warning_per_problem(tmp_pat
     assert all(w.startswith("fig_grad_ratio_by_depth does not read well: ") for w in warned)
     assert "reads well:" not in caplog.text
     assert all(Path(p).stat().st_size > 0 for p in outputs.values())
+
+
+def test_a_fault_of_the_checks_is_a_warning_and_the_figure_is_written(tmp_path, caplog,
+                                                                     monkeypatch):
+    target = next(t for t in TARGETS if t.name == "fig_grad_ratio_by_depth")
+    fits = tmp_path / "grad.parquet"
+    grad_fits(["pre"]).to_parquet(fits)
+
+    def broken(fig, frame):
+        raise ValueError("no extent")
+
+    monkeypatch.setattr(legibility, "problems", broken)
+    outputs = {"png": str(tmp_path / "f.png")}
+    draw(target, stack96_figures.grad_ratio_by_depth, [fits], {}, outputs)
+    assert ("fig_grad_ratio_by_depth does not read well: the checks failed (ValueError: no "
+            "extent)") in caplog.text
+    assert Path(outputs["png"]).stat().st_size > 0
 
 
 @pytest.mark.parametrize("natural, width", [(2.6, 3.5), (4.0, 3.5), (4.8, 7.0), (15.6, 7.0)])

@@ -33,7 +33,10 @@ def draw(target: Target, function: Callable, fit_paths: list[str | Path], option
         from depthlab.analysis.style import finish, write
 
         finish(result)
-        found = problems(result, fits)
+        try:
+            found = problems(result, fits)
+        except Exception as error:  # a fault of the checks never keeps a figure from its files
+            found = [f"the checks failed ({type(error).__name__}: {error})"]
         for line in found:
             log.warning("%s does not read well: %s", target.name, line)
         if not found:
