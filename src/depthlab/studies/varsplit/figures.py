@@ -142,7 +142,8 @@ def residual_scaling(fits: pd.DataFrame):
                              ax=axes[row][col])
         if scheme == "skip":  # the deep increments fall to round-off around 0
             for row in axes:
-                row[col].set_yscale("symlog", linthresh=1e-2)
+                row[col].set_yscale("symlog", linthresh=1e-2, linscale=2)
+                row[col].yaxis.get_major_locator().set_params(numticks=4)  # labels apart
         # two lines at most in a quarter of a double column (a narrower panel would wrap more)
         axes[0][col].set_title(textwrap.fill(_scheme_title(scheme), 14), fontsize=7)
         axes[1][col].set_xlabel("block l")
@@ -152,5 +153,5 @@ def residual_scaling(fits: pd.DataFrame):
         axes[1][col].legend(handles, [textwrap.fill(lab, 22) for lab in labels], fontsize=5.5,
                             loc="upper center", bbox_to_anchor=(0.5, 0), bbox_transform=below)
         for row, branch in enumerate(("attention", "MLP")):
-            axes[row][col].set_ylabel(f"{branch} increment / its early mean")
+            axes[row][col].set_ylabel(f"{branch} increment / early mean")
     return fig

@@ -82,7 +82,7 @@ TARGETS = declare(
     Target(
         "fig_residual_scaling",
         "varsplit: per-layer contributions under uniform and layerwise residual scales",
-        draw="figures:residual_scaling", reads=NOTE_ARMS,
+        draw="figures:residual_scaling", reads=(*UNSCALED, "uniform_*", "layerwise"),
         caption="Per-block variance increments of each branch (attention top, MLP bottom) "
         "relative to their mean over the first quarter of the blocks, under uniform residual "
         "scales (several alpha, a column per scheme) and under the layerwise per-branch "
