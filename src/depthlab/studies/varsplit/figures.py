@@ -68,6 +68,13 @@ def increments_by_layer(fits: pd.DataFrame):
     return fig
 
 
+def _legend_below(fig, ax, **kw) -> None:
+    """The panel's legend under its x label, however short the panel (an offset in points), so
+    that it covers none of the curves."""
+    below = transforms.offset_copy(ax.transAxes, fig=fig, y=-34, units="points")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, 0), bbox_transform=below, **kw)
+
+
 def token_correlation(fits: pd.DataFrame):
     """Mean pairwise token cosine of the stream after block l (0 = the input): the unscaled
     cells, and the cells of the branch-multiplier scheme, one line per alpha."""
@@ -81,7 +88,7 @@ def token_correlation(fits: pd.DataFrame):
                  color(i), MEAN_RANGE)
         ax.set_title(title, fontsize=8)
         ax.set_xlabel("layer l (stream after block l)")
-        ax.legend(fontsize=6)
+        _legend_below(fig, ax, fontsize=6)
     ylabel(axes[0][0], "mean pairwise token cosine", fits, MEAN_RANGE)
     return fig
 
@@ -147,11 +154,9 @@ def residual_scaling(fits: pd.DataFrame):
         # two lines at most in a quarter of a double column (a narrower panel would wrap more)
         axes[0][col].set_title(textwrap.fill(_scheme_title(scheme), 14), fontsize=7)
         axes[1][col].set_xlabel("block l")
-        # below the column's x label, however short the panel (an offset in points)
-        below = transforms.offset_copy(axes[1][col].transAxes, fig=fig, y=-34, units="points")
         handles, labels = axes[1][col].get_legend_handles_labels()
-        axes[1][col].legend(handles, [textwrap.fill(lab, 22) for lab in labels], fontsize=5.5,
-                            loc="upper center", bbox_to_anchor=(0.5, 0), bbox_transform=below)
+        _legend_below(fig, axes[1][col], handles=handles,
+                      labels=[textwrap.fill(lab, 22) for lab in labels], fontsize=5.5)
         for row, branch in enumerate(("attention", "MLP")):
             axes[row][col].set_ylabel(f"{branch} increment / early mean")
     return fig
