@@ -29,7 +29,7 @@ def draw(target: Target, function: Callable, fit_paths: list[str | Path], option
         write_table(result, outputs["md"], outputs["csv"], target.title_for(keys), target.note,
                     outputs.get("html"), outputs.get("tex"))
     else:  # matplotlib only for figures
-        from depthlab.analysis.legibility import problems, text_boxes
+        from depthlab.analysis.legibility import problems
         from depthlab.analysis.style import finish, write
 
         finish(result)
@@ -40,8 +40,7 @@ def draw(target: Target, function: Callable, fit_paths: list[str | Path], option
         for line in found:
             log.warning("%s does not read well: %s", target.name, line)
         if not found:
-            log.info("%s reads well: %d panels, %d texts checked", target.name,
-                     len(result.axes), len(text_boxes(result)))
+            log.info("%s reads well: %d panels checked", target.name, len(result.axes))
         write(result, outputs)
 
 

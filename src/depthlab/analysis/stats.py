@@ -7,22 +7,31 @@ import pandas as pd
 from scipy.special import stdtrit
 
 LEVEL = 0.95  # of every t-interval
-SUMMARY = ("median", "min", "max", "mean", "ci_lo", "ci_hi")  # seed_summary, but n_seeds
 
 
 def seed_summary(values: pd.Series | np.ndarray) -> dict[str, float]:
     """Median, min, max and the 95% t-interval of the mean of per-seed values."""
     v = np.asarray(values, dtype=float)
-    lo, hi = t_interval(v)
-    return {
-        "n_seeds": len(v),
-        "median": float(np.median(v)),
-        "min": float(v.min()),
-        "max": float(v.max()),
-        "mean": float(v.mean()),
-        "ci_lo": lo,
-        "ci_hi": hi,
-    }
+    return {"n_seeds": len(v), **{k: float(a[0]) for k, a in _summaries(v[None]).items()}}
+
+
+def _summaries(rows: np.ndarray) -> dict[str, np.ndarray]:
+    """seed_summary's numbers (but n_seeds) of each row of `rows` (groups x seeds); numpy reduces
+    each row as it reduces one group's values alone, so a row's numbers are bit for bit its
+    own."""
+    mean = rows.mean(axis=1)
+    half = _t_half(rows) if rows.shape[1] >= 2 else np.full(len(rows), np.nan)
+    return {"median": np.median(rows, axis=1), "min": rows.min(axis=1),
+            "max": rows.max(axis=1), "mean": mean, "ci_lo": mean - half, "ci_hi": mean + half}
+
+
+def _t_half(rows: np.ndarray, level: float = LEVEL) -> np.ndarray:
+    """Half the width of the two-sided t-interval of the mean of each row of `rows` (two values
+    or more a row)."""
+    n = rows.shape[1]
+    # Student's t quantile: stdtrit(df, q) is scipy.stats.t.ppf(q, df) bit for bit, without the
+    # 0.75 s a job takes to import scipy.stats
+    return stdtrit(n - 1, 0.5 + level / 2) * rows.std(axis=1, ddof=1) / np.sqrt(n)
 
 
 def t_interval(v: np.ndarray, level: float = LEVEL) -> tuple[float, float]:
@@ -30,9 +39,7 @@ def t_interval(v: np.ndarray, level: float = LEVEL) -> tuple[float, float]:
     v = np.asarray(v, dtype=float)
     if len(v) < 2:
         return float("nan"), float("nan")
-    # Student's t quantile: stdtrit(df, q) is scipy.stats.t.ppf(q, df) bit for bit, without the
-    # 0.75 s a job takes to import scipy.stats
-    half = stdtrit(len(v) - 1, 0.5 + level / 2) * v.std(ddof=1) / np.sqrt(len(v))
+    half = _t_half(v[None], level)[0]
     return float(v.mean() - half), float(v.mean() + half)
 
 
@@ -54,8 +61,7 @@ def summarise_seeds(frame: pd.DataFrame, keys: list[str], quantity: str) -> pd.D
     per group."""
     # the groups in groupby's order (sorted keys; rows with a missing key left out), each
     # group's rows in frame order, then by seed as sort_values sorts them (numpy's quicksort);
-    # seed_summary's numbers computed for all groups of one size at once (numpy reduces each
-    # row of a (groups, seeds) array as it reduces one group's values: the same numbers)
+    # the numbers of all groups of one size at once (_summaries)
     number = frame.groupby(keys, sort=True).ngroup().to_numpy(dtype=float)
     kept = np.flatnonzero(~np.isnan(number))
     order = kept[np.argsort(number[kept], kind="stable")]
@@ -67,17 +73,11 @@ def summarise_seeds(frame: pd.DataFrame, keys: list[str], quantity: str) -> pd.D
         return pd.DataFrame()
     first = np.array([m[0] for m in groups], dtype=int)
     sizes = np.array([len(m) for m in groups], dtype=int)
-    stats = {k: np.full(len(groups), np.nan) for k in SUMMARY}
+    stats: dict[str, np.ndarray] = {}
     for n in np.unique(sizes):
         at = np.flatnonzero(sizes == n)
-        v = values[np.stack([groups[i] for i in at])]
-        stats["median"][at] = np.median(v, axis=1)
-        stats["min"][at], stats["max"][at], stats["mean"][at] = (v.min(axis=1), v.max(axis=1),
-                                                                  v.mean(axis=1))
-        if n >= 2:
-            half = stdtrit(n - 1, 0.5 + LEVEL / 2) * v.std(axis=1, ddof=1) / np.sqrt(n)
-            stats["ci_lo"][at], stats["ci_hi"][at] = (stats["mean"][at] - half,
-                                                      stats["mean"][at] + half)
+        for k, a in _summaries(values[np.stack([groups[i] for i in at])]).items():
+            stats.setdefault(k, np.full(len(groups), np.nan))[at] = a
     return pd.DataFrame({
         **{k: frame[k].to_numpy()[first] for k in keys},
         "n_seeds": sizes, **stats,
