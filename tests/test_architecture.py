@@ -263,6 +263,7 @@ TRAIN_FIELDS = [
     ("eps", "float", 1e-8), ("val_fraction", "float", 0.1), ("eval_every", "int", 25),
     ("eval_batches", "int", 4), ("probe_batch", "int", 4),
     ("checkpoints", "tuple[int, ...]", (0, 10, 30, 100, 300)), ("autocast", "str", "off"),
+    ("update_steps", "int", 1),  # added since, last: the earlier columns keep their order
 ]
 
 

@@ -356,14 +356,23 @@ def test_configs_have_the_same_keys_and_every_placement():
     # the same keys, but the full run's name (its folder, runs/fixes/)
     assert [k for k in full if k != "run"] == list(tiny) and full["run"] == {"name": "fixes"}
     assert list(full["studies"]) == list(tiny["studies"])
+    # and the arms of the named run of DeepNet's Fig. 5, at tiny depths of their own
+    named = config_of(ROOT, "config/deepnet_update.yaml")["studies"]["fixestraining"]["arms"]
+    fig5 = [a for a, spec in named.items() if spec]
+    assert fig5 == ["update", "update_deepnorm"]
     for study in full["studies"]:
         f, t = full["studies"][study], tiny["studies"][study]
         assert list(f) == list(t) and list(f["settings"]) == list(t["settings"]), study
-        assert [a for a in f["arms"] if not a.startswith("width")] == [
+        assert [a for a in f["arms"] if not a.startswith("width")] + (
+            fig5 if study == "fixestraining" else []) == [
             a for a in t["arms"] if not a.startswith("width")], study
-        for spec in (*f["arms"].values(), *t["arms"].values()):
+        for arm, spec in (*f["arms"].items(), *t["arms"].items()):
             axes = expand_axes(spec["axes"])
             placements = axes["placement"]
+            if arm in fig5:  # DeepNet against Post-LN and Pre-LN
+                assert expand_axes(named[arm]["axes"])["placement"] == placements, arm
+                assert spec["training"]["update_steps"] > 1, arm
+                continue
             weights = spec.get("settings", {}).get("grad_of") == "weights"
             if "init" in axes:  # every placement that takes the init setting
                 common = [p for p in COMMON_INIT if p in WEIGHTED or not weights]
@@ -499,8 +508,23 @@ def test_tiny_fixes_study_end_to_end(tiny_fixes_run):
     for ext in ("png", "svg", "pdf"):
         assert (work / f"results/figures/fixes_update_response.{ext}").stat().st_size > 0
     trained = pd.read_csv(work / "results/tables/fixes_training.csv")
-    assert len(trained) == 2 * len(ORDER)
+    # every placement with and without warmup at L = 2, and DeepNorm's Fig. 5 cells (its own
+    # init, the study's main one; no warmup) at L = 3 and 4: a row per depth, none merged
+    assert len(trained) == 2 * len(ORDER) + 2
     assert sorted(trained["warmup steps"].unique()) == [0, 3]
+    deeper = trained[trained["L"] > 2]
+    assert deeper["placement"].tolist() == [FIX_LABELS["deepnorm"]] * 2
+    assert deeper["L"].tolist() == [3, 4] and (deeper["warmup steps"] == 0).all()
+    ranked = pd.read_csv(work / "results/tables/fixes_training_ranking.csv")
+    assert ranked.groupby(["L", "warmup steps"]).size().to_dict() == {
+        (2, 0): len(ORDER), (2, 3): len(ORDER), (3, 0): 1, (4, 0): 1}
+    # DeepNet's Fig. 5: the output's change from init after each of the first 4 updates
+    change = pd.concat(pd.read_parquet(work / f"results/fits/fixestraining/{arm}.parquet")
+                       for arm in ("update", "update_deepnorm"))
+    change = change[change["quantity"] == "relative_update"]
+    assert change.groupby(["placement", "depth"])["step"].apply(sorted).map(tuple).to_dict() == {
+        (p, d): (1, 2, 3, 4) for p in ("deepnorm", "post", "pre") for d in (3, 4)}
+    assert (change["min"] > 0).all()
     # the sweep: 4 rates for each swept placement (and 2 longer warmups for Post-LN and
     # DeepNorm), one best recipe, ranked at the best recipes on the held-out seeds
     sweep = pd.read_csv(work / "results/tables/fixes_lr_sweep.csv")

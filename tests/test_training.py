@@ -255,9 +255,40 @@ def test_relative_update_is_the_relative_change_of_the_output():
     before = torch.randn(2, 6, 4, dtype=torch.float64)
     after = before.clone()
     after[1] *= 1.25
-    rows = update_rows(before, after, [3, 4])
-    assert rows["seed"].tolist() == [3, 4] and rows["step"].tolist() == [1, 1]
-    np.testing.assert_allclose(rows["value"], [0.0, 0.25], rtol=1e-12)
+    later = -before
+    rows = update_rows([before, after, later], [3, 4])
+    assert rows["seed"].tolist() == [3, 4, 3, 4] and rows["step"].tolist() == [1, 1, 2, 2]
+    # each step's change is from initialisation, not from the step before: -F - F = -2F
+    np.testing.assert_allclose(rows["value"], [0.0, 0.25, 2.0, 2.0], rtol=1e-12)
+
+
+def test_recording_more_update_steps_leaves_training_and_the_first_step_alone(corpus):
+    ids, _ = corpus
+    s = tiny(placement="post", depth=2)
+    settings = {"steps": 4, "lr": 1e-2, "checkpoints": (0,), "eval_every": 4, "eval_batches": 1}
+    one = train_cell(s, TrainSettings(**settings), ids).frame
+    three = train_cell(s, TrainSettings(**settings, update_steps=3), ids).frame
+    update = three[three["metric"] == "relative_update"]
+    assert sorted(set(update["step"])) == [1, 2, 3] and len(update) == 3 * s.seeds
+    assert (update["value"] > 0).all()
+    first = one[one["metric"] == "relative_update"]
+    assert first["value"].tolist() == update.loc[update["step"] == 1, "value"].tolist()
+    rest = ["seed", "step", "layer", "sublayer", "metric", "value"]
+    pd.testing.assert_frame_equal(
+        one[one["metric"] != "relative_update"][rest].reset_index(drop=True),
+        three[three["metric"] != "relative_update"][rest].reset_index(drop=True))
+
+
+def test_scalar_checkpoints_are_a_config_error_naming_the_key():
+    """A caller that skips the schema (TrainSettings.from_mapping directly) gets the one-line
+    error, not a TypeError from tuple(5)."""
+    with pytest.raises(ConfigError, match=r"^arm: checkpoints=5 must be a list"):
+        TrainSettings.from_mapping({"steps": 10, "checkpoints": 5}, "arm")
+
+
+def test_update_steps_beyond_the_run_is_a_config_error():
+    with pytest.raises(ConfigError, match=r"update_steps=5 must be an integer in \[1, steps=4\]"):
+        TrainSettings(steps=4, checkpoints=(0,), update_steps=5).check()
 
 
 def test_probes_on_a_checkpoint_equal_probes_on_the_loaded_weights(tmp_path, corpus):

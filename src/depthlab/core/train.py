@@ -130,15 +130,18 @@ def head_input_of_windows(model: CharModel, ids: Tensor, s: RunSettings) -> Tens
 
 @measures(
     Metric("relative_update", "1", r"$\|\Delta F\| / \|F\|$",
-           "relative change of the trained model's output after its first update",
-           sublayers="head", log=True, needs="training"),
+           "relative change of the trained model's output from initialisation after `step` "
+           "updates", sublayers="head", log=True, needs="training"),
 )
-def update_rows(before: Tensor, after: Tensor, seeds: list[int]) -> pd.DataFrame:
-    """`relative_update` at step 1: the relative change of the model's output (what the head
-    reads on the probe batch) made by the first optimiser step, ||F(θ + Δθ) − F(θ)|| / ||F(θ)||
-    per seed (Frobenius norms; DeepNet's "model update", Wang et al. 2022, sec. 3)."""
-    change = (after - before).flatten(1).norm(dim=1) / before.flatten(1).norm(dim=1)
-    return _loss_rows("relative_update", [1], change[None], seeds)
+def update_rows(outputs: list[Tensor], seeds: list[int]) -> pd.DataFrame:
+    """`relative_update` at steps 1..t: the relative change of the model's output (what the
+    head reads on the probe batch, outputs[k] after k updates) from initialisation,
+    ||F(θ_k) − F(θ_0)|| / ||F(θ_0)|| per seed (Frobenius norms; DeepNet's "model update",
+    Wang et al. 2022, sec. 3 and Fig. 5)."""
+    first = outputs[0].flatten(1)
+    change = torch.stack([(later.flatten(1) - first).norm(dim=1) for later in outputs[1:]])
+    return _loss_rows("relative_update", list(range(1, len(outputs))),
+                      change / first.norm(dim=1), seeds)
 
 
 @torch.no_grad()
@@ -218,8 +221,8 @@ def train_cell(s: RunSettings, ts: TrainSettings, ids: np.ndarray, cell: str = "
     step+1 under the weights after `step` updates), `val_loss` (nats, mean over the fixed
     validation batches, every eval_every steps and at each checkpoint), at each checkpoint
     every probe plus `loss` (the probe batch's loss), the corpus's `unigram_entropy`
-    (nats, step 0), `update_rows` at step 1 and, at the last step, `ablation_rows`. Raises
-    NonFiniteError on NaN or inf.
+    (nats, step 0), `update_rows` at steps 1 to update_steps and, at the last step,
+    `ablation_rows`. Raises NonFiniteError on NaN or inf.
     """
     check_device(s.device)
     train_ids, val_ids = split(ids, ts.val_fraction)
@@ -236,7 +239,7 @@ def train_cell(s: RunSettings, ts: TrainSettings, ids: np.ndarray, cell: str = "
     # a progress line per checkpoint, the steps since the last one as its cost
     progress = Progress(cell, list(np.diff(ts.probe_steps, prepend=-1)))
     for step in range(ts.steps + 1):
-        if step in (0, 1):  # the model's output before and after the first update
+        if step <= ts.update_steps:  # the model's output at init and after each early update
             outputs.append(head_input_of_windows(model, probe_ids, s))
         if step in ts.probe_steps:
             probes, loss = probe_model(model, probe_ids, s)
@@ -276,7 +279,7 @@ def train_cell(s: RunSettings, ts: TrainSettings, ids: np.ndarray, cell: str = "
         _loss_rows("val_loss", val_steps, torch.stack(val_losses), seeds),
         *probe_frames,
         ablation,
-        update_rows(*outputs, seeds),
+        update_rows(outputs, seeds),
     ], ignore_index=True)
     for key, value in {**s.as_columns(), **ts.as_columns()}.items():
         frame[key] = value

@@ -64,7 +64,7 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric(name='model_update', unit='input sd', label='rms$(\\Delta F)$', meaning='how far the first optimiser step moves what the head reads', sublayers='head', log=True, needs='update'),
     Metric(name='update_stream', unit='input sd', label='rms$(\\Delta x_l)$', meaning='how far the first optimiser step moves the stream after block l', sublayers='block', log=True, needs='update'),
     Metric(name='branch_scale', unit='1', label='$\\alpha_l$', meaning="the branch scale a calibration stage applied to block l's attn and mlp", sublayers='attn, mlp', log=False, needs='calibration'),
-    Metric(name='relative_update', unit='1', label='$\\|\\Delta F\\| / \\|F\\|$', meaning="relative change of the trained model's output after its first update", sublayers='head', log=True, needs='training'),
+    Metric(name='relative_update', unit='1', label='$\\|\\Delta F\\| / \\|F\\|$', meaning="relative change of the trained model's output from initialisation after `step` updates", sublayers='head', log=True, needs='training'),
     Metric(name='ablated_val_loss', unit='nats', label='validation loss without block l (nats)', meaning='validation loss of the trained stack with block l removed', sublayers='block', log=False, needs='training'),
     Metric(name='train_loss', unit='nats', label='training loss (nats)', meaning='next-character loss of the batch of update step+1', sublayers='head', log=False, needs='training'),
     Metric(name='val_loss', unit='nats', label='validation loss (nats)', meaning='next-character loss on the fixed validation batches', sublayers='head', log=False, needs='training'),

@@ -115,6 +115,15 @@ class TrainSettings:
                 "(weights, optimiser, probes and validation stay in dtype)",
         choices=AUTOCASTS,
     )
+    update_steps: int = train_setting(
+        1,
+        "`relative_update`, the output's change from initialisation ||F(θ_t) − F(θ_0)|| / "
+        "||F(θ_0)|| on the probe batch, after each of the first this many updates (DeepNet's "
+        "model update, Wang et al. 2022, Fig. 5; 1: after the first only)",
+        summary="updates after which the output's change from initialisation is recorded",
+        least=1,
+        values="1 to `steps`",
+    )
 
     @classmethod
     def from_mapping(cls, values: dict, where: str = "training") -> TrainSettings:
@@ -122,6 +131,9 @@ class TrainSettings:
         reject_unknown_keys(cls, values, where)
         values = dict(values)
         if "checkpoints" in values:
+            if not isinstance(values["checkpoints"], list | tuple):
+                raise ConfigError(f"{where}: checkpoints={values['checkpoints']!r} must be a list "
+                                  "of increasing steps from 0")
             values["checkpoints"] = tuple(values["checkpoints"])
         settings = cls(**values)
         settings.check(where)
@@ -135,6 +147,11 @@ class TrainSettings:
             raise ConfigError(
                 f"{where}: warmup_steps={self.warmup_steps!r} must be an integer in "
                 f"[0, steps={self.steps}]"
+            )
+        if self.update_steps > self.steps:
+            raise ConfigError(
+                f"{where}: update_steps={self.update_steps!r} must be an integer in "
+                f"[1, steps={self.steps}]"
             )
         ks = self.checkpoints
         if not ks or any(isinstance(k, bool) or not isinstance(k, int) for k in ks) or (

@@ -46,8 +46,21 @@ def _warmup_handles(warmups: list[int], color: str = "black", marker=None) -> li
     return out
 
 
+def _placement_depths(frame: pd.DataFrame) -> list[tuple[str, int]]:
+    """The (placement, depth) pairs of `frame`, in the registry's order, then by depth."""
+    pairs = set(zip(frame["placement"], frame["depth"].astype(int), strict=True))
+    return [(p, d) for p in order({p for p, _ in pairs}) for d in sorted(
+        d for q, d in pairs if q == p)]
+
+
+def _depths(frame: pd.DataFrame) -> list[int | None]:
+    """The depths to facet `frame` by: each of several, or [None] (no facet) for one."""
+    depths = sorted(int(d) for d in frame["depth"].unique())
+    return depths if len(depths) > 1 else [None]
+
+
 def loss(fits: pd.DataFrame):
-    """A panel per placement: the train loss (10-step running median of the per-step seed
+    """A panel per placement and depth: the train loss (10-step running median of the per-step seed
     medians) and the validation loss (markers, seed range as bars) against step, a line style
     per warmup arm; the grey line is the corpus's unigram entropy; the cells at the rate every
     placement trained at."""
@@ -55,17 +68,17 @@ def loss(fits: pd.DataFrame):
     train = pick(fits, quantity="train_loss")
     val = pick(fits, quantity="val_loss")
     entropy = unigram_entropy(fits)
-    placements = order(set(train["placement"]))
+    panels = _placement_depths(train)
     warmups = _warmups(train)
-    cols = min(3, len(placements))
-    rows = int(np.ceil(len(placements) / cols))
+    cols = min(3, len(panels))
+    rows = int(np.ceil(len(panels) / cols))
     fig, axes = grid(rows, cols, 2.3, 1.9, sharex=True, sharey=True)
-    for ax in axes.flat[len(placements):]:
+    for ax in axes.flat[len(panels):]:
         ax.set_visible(False)
-    for ax, placement in zip(axes.flat, placements, strict=False):
+    for ax, (placement, depth) in zip(axes.flat, panels, strict=False):
         for i, warmup in enumerate(warmups):
             dashes = WARMUP_DASHES[i % len(WARMUP_DASHES)]
-            where = {"placement": placement, "warmup_steps": warmup}
+            where = {"placement": placement, "depth": depth, "warmup_steps": warmup}
             t = pick(train, **where).sort_values("step")
             line = sns.lineplot(x=t["step"].to_numpy(),
                                 y=t["median"].rolling(10, min_periods=1).median().to_numpy(),
@@ -77,7 +90,6 @@ def loss(fits: pd.DataFrame):
                         marker=look(placement)["marker"], ls="none", color=look(placement)["color"],
                         mfc="white" if i else None, ms=3, lw=0.8)
         ax.axhline(entropy, color="grey", lw=0.8, ls="-.")
-        depth = int(pick(train, placement=placement)["depth"].iloc[0])
         ax.set_title(f"{placement_label(placement)}, L = {depth}")
         ax.set_xlabel("step")
         ax.set_ylabel("loss (nats/char)")
@@ -98,20 +110,23 @@ PROBES = ("grad_ratio", "stream_growth", "token_corr_last", "omega_slope",
 
 def probes(fits: pd.DataFrame):
     """Rows: the probes at each checkpoint against step (symlog x); columns: the placement
-    families; a curve per placement (colour, marker) and warmup arm (line style); a quantity
-    that is 0 at a checkpoint is left out of a log panel; the cells at the rate every placement
-    trained at."""
+    families (and depths, where there are several); a curve per placement (colour, marker) and
+    warmup arm (line style); a quantity that is 0 at a checkpoint is left out of a log panel;
+    the cells at the rate every placement trained at."""
     fits = at_shared_rate(fits)
     warmups = _warmups(pick(fits, quantity="grad_ratio"))
     present = set(fits["placement"])
     families = [f for f in FAMILIES if any(PLACEMENTS[base(p)].family == f for p in present)]
-    fig, axes = grid(len(PROBES), len(families), 2.4, 1.8, sharex=True, sharey="row")
+    columns = [(f, d) for d in _depths(fits) for f in families]
+    fig, axes = grid(len(PROBES), len(columns), 2.4, 1.8, sharex=True, sharey="row")
     drawn = []
     for r, quantity in enumerate(PROBES):
         label, log_y = PROBE_AXES[quantity]
-        for c, family in enumerate(families):
+        for c, (family, depth) in enumerate(columns):
             ax = axes[r][c]
             frame = pick(fits, quantity=quantity)
+            if depth is not None:
+                frame = pick(frame, depth=depth)
             frame = frame[frame["placement"].map(lambda p: PLACEMENTS[base(p)].family) == family]
             if log_y:
                 frame = frame[frame["median"] > 0]
@@ -125,7 +140,7 @@ def probes(fits: pd.DataFrame):
             if log_y:
                 log_scale(ax, "y")
             if r == 0:
-                ax.set_title(family)
+                ax.set_title(family if depth is None else f"{family}, L = {depth}")
             ax.set_ylabel(label)
             ax.set_xlabel("step")
             ax.label_outer()
@@ -164,4 +179,30 @@ def lr_sweep(fits: pd.DataFrame):
          "each placement's best recipe (lowest mean)"),
         (Line2D([], [], color="grey", ls="-.", lw=0.8), "unigram entropy of the corpus"),
     ], notes=[f"line: mean of {n} seeds; band: seed range"])
+    return fig
+
+
+def model_change(fits: pd.DataFrame):
+    """DeepNet's model update over the first steps (Wang et al. 2022, Fig. 5): the relative
+    change of what the head reads on the probe batch from initialisation, ||F(θ_t) − F(θ_0)|| /
+    ||F(θ_0)||, against the update t (log y), a panel per depth, a curve per placement (median,
+    seed range as a band), a line style per warmup arm."""
+    change = pick(fits, quantity="relative_update")
+    depths = sorted(int(d) for d in change["depth"].unique())
+    warmups = _warmups(change)
+    fig, axes = grid(1, len(depths), 2.4, 2.2, sharey=True)
+    drawn = []
+    for ax, depth in zip(axes[0], depths, strict=True):
+        for i, warmup in enumerate(warmups):
+            dashes = WARMUP_DASHES[i % len(WARMUP_DASHES)]
+            style = {p: {**s, "dashes": dashes} for p, s in PLACEMENT_STYLE.items()}
+            drawn += curves(ax, pick(change, depth=depth, warmup_steps=warmup), "step",
+                            style=style)
+        log_scale(ax, "y")
+        ax.set_title(f"L = {depth}")
+        ax.set_xlabel("step t (AdamW updates)")
+        ax.set_ylabel(r"$\|F(\theta_t) - F(\theta_0)\| \,/\, \|F(\theta_0)\|$")
+        ax.label_outer()
+    legend(fig, order(set(drawn)), extra=_warmup_handles(warmups) if len(warmups) > 1 else (),
+           notes=[f"{spread_label(change)}; probe batch of the validation split"])
     return fig

@@ -3,6 +3,8 @@ what training did to the init-time probes."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pandas as pd
 
@@ -29,59 +31,67 @@ def trains(val: pd.Series, entropy: float) -> str:
 
 
 def summary(fits: pd.DataFrame) -> pd.DataFrame:
-    """Per placement and warmup arm: the final validation loss (median, seed range), whether
-    it trains (every seed below the unigram entropy), the gap to the same placement's other
-    warmup arm, and the probes at step 0 and at the last step (median, seed range); the cells
-    at the rate every placement trained at (rates.shared_rate)."""
+    """Per placement, depth and warmup arm: the final validation loss (median, seed range),
+    whether it trains (every seed below the unigram entropy), the gap to the same placement's
+    other warmup arm at its depth, and the probes at step 0 and at the last step (median, seed
+    range); the cells at the rate every placement trained at (rates.shared_rate)."""
     fits = at_shared_rate(fits)
     val = pick(fits, quantity="val_loss")
     entropy = unigram_entropy(fits)
     end = int(val["step"].max())
     final = val[val["step"] == end]
     rows = []
-    for placement in order(set(final["placement"])):
-        for warmup in sorted(final["warmup_steps"].unique()):
-            where = {"placement": placement, "warmup_steps": warmup}
-            loss = pick(final, **where)
-            if loss.empty:
+    for placement, depth, warmup in itertools.product(
+            order(set(final["placement"])), sorted(final["depth"].unique()),
+            sorted(final["warmup_steps"].unique())):
+        where = {"placement": placement, "depth": depth, "warmup_steps": warmup}
+        loss = pick(final, **where)
+        if loss.empty:
+            continue
+        loss = loss.iloc[0]
+        other = pick(final, placement=placement, depth=depth)
+        other = other[other["warmup_steps"] != warmup]
+        row = {"placement": label(placement), "L": int(loss["depth"]),
+               "warmup steps": int(warmup),
+               f"val loss at step {end} (nats/char)": loss["median"],
+               "seed range": spread(loss["min"], loss["max"]),
+               f"trains (every seed < {entropy:.4g})": trains(loss, entropy),
+               "minus the other warmup arm": (loss["median"] - other["median"].iloc[0]
+                                              if len(other) else float("nan"))}
+        for quantity, name in SHOWN:
+            values = pick(fits, quantity=quantity, **where).sort_values("step")
+            if values.empty:
                 continue
-            loss = loss.iloc[0]
-            other = final[(final["placement"] == placement) & (final["warmup_steps"] != warmup)]
-            row = {"placement": label(placement), "L": int(loss["depth"]),
-                   "warmup steps": int(warmup),
-                   f"val loss at step {end} (nats/char)": loss["median"],
-                   "seed range": spread(loss["min"], loss["max"]),
-                   f"trains (every seed < {entropy:.4g})": trains(loss, entropy),
-                   "minus the other warmup arm": (loss["median"] - other["median"].iloc[0]
-                                                  if len(other) else float("nan"))}
-            for quantity, name in SHOWN:
-                values = pick(fits, quantity=quantity, **where).sort_values("step")
-                if values.empty:
-                    continue
-                row[f"{name}, step 0"] = median_range(values.iloc[0])
-                end_row = values.iloc[-1]
-                row[f"{name}, step {int(end_row['step'])}"] = median_range(end_row)
-            rows.append(row)
+            row[f"{name}, step 0"] = median_range(values.iloc[0])
+            end_row = values.iloc[-1]
+            row[f"{name}, step {int(end_row['step'])}"] = median_range(end_row)
+        rows.append(row)
     return pd.DataFrame(rows)
 
 
 def ranking(fits: pd.DataFrame) -> pd.DataFrame:
-    """Per warmup arm, the placements in order of their median final validation loss, and for
-    each the gap to the next one down the ranking: the median of the per-seed differences
+    """Per depth and warmup arm, the placements in order of their median final validation
+    loss, and for each the gap to the next one down the ranking: the median of the per-seed
+    differences
     (seeds paired: the same seed draws the same batches and, under the same init, the same
     weights) with its 95% t-interval, and whether that interval excludes 0 ('resolved': the
     gap exceeds what the seeds' spread allows) and whether the two seed ranges are disjoint; the
     cells at the rate every placement trained at (rates.shared_rate)."""
     val = pick(at_shared_rate(fits), quantity="val_loss")
     final = val[val["step"] == val["step"].max()]
+    depths = sorted(int(d) for d in final["depth"].unique())
     rows = []
-    for warmup in sorted(final["warmup_steps"].unique()):
-        arm = final[final["warmup_steps"] == warmup].sort_values("median")
-        cells = list(arm.itertuples())
+    for depth, warmup in itertools.product(depths, sorted(final["warmup_steps"].unique())):
+        cells = list(pick(final, depth=depth, warmup_steps=warmup).sort_values(
+            "median").itertuples())
+        if not cells:  # a depth trained with one of the warmups only
+            continue
         for rank, (a, b) in enumerate(zip(cells, [*cells[1:], None], strict=True), 1):
-            row = {"warmup steps": int(warmup), "rank": rank,
-                   "placement": label(a.placement),
-                   "val loss (nats/char)": median_range(pd.Series(a._asdict()))}
+            # the depth a column where several are ranked apart
+            row = {"L": depth} if len(depths) > 1 else {}
+            row |= {"warmup steps": int(warmup), "rank": rank,
+                    "placement": label(a.placement),
+                    "val loss (nats/char)": median_range(pd.Series(a._asdict()))}
             if b is not None:
                 diff = np.array(b.seed_values) - np.array(a.seed_values)
                 lo, hi = t_interval(diff)

@@ -22,6 +22,10 @@ SWEEP = ("The sweep of training recipes: Post-LN, DeepNorm, Pre-LN and ReZero (o
 # held-out seeds (a config without them, config/rezero_deep.yaml, has no sweep to show)
 SWEEP_ARMS = ("warmup", "lr_*", "warmup_*", "heldout_*")
 
+# the arms of DeepNet's Fig. 5 (config/deepnet_update.yaml): the output's change over the first
+# updates at several depths
+UPDATE_ARMS = ("update*",)
+
 # where the study's targets come in every list of them (the notes' order, then the fixes
 # study's, then the scale study's; depthlab.studies finds the study by its package)
 POSITION = 7
@@ -82,6 +86,20 @@ TARGETS = declare(
         "blocks and the last block's MLP branch-to-stream ratio (dimensionless) at each "
         "checkpoint against step (symlog), a column per warmup arm, a curve per placement; "
         f"median and seed range. {SHARED} {SETUP}",
+    ),
+    Target(
+        "fig_fixes_model_change",
+        "fixes training: DeepNet's model update over the first AdamW steps, a panel per depth",
+        draw="figures:model_change", reads=UPDATE_ARMS,
+        caption="The relative change of what the head reads on the probe batch from "
+        "initialisation, ‖F(θ_t) − F(θ_0)‖ / ‖F(θ_0)‖ (Frobenius norms; dimensionless, log "
+        "scale), after each AdamW update t, a panel per depth, a curve per placement (median, "
+        "band: seed range): DeepNet's Fig. 5 (Wang et al. 2022), whose Post-LN updates grow "
+        "with depth and DeepNet's stay small. Post-LN and Pre-LN at the paper's init "
+        "(fairseq's), DeepNorm at its own; peak rate 1e-3 without warmup (cosine to a tenth). "
+        "A character model of Tiny Shakespeare: the fixestraining study's stack (d = 64, 2 "
+        "heads, 4x ReLU FFN, float32, batches of 8 x 64 characters, 5 seeds; "
+        "config/deepnet_update.yaml).",
     ),
     Target(
         "table_fixes_lr_sweep",
