@@ -293,6 +293,7 @@ def test_each_training_key_is_declared_in_its_field():
         "eps": (None, 0, 1, None, ()), "val_fraction": (None, 0, None, 1, ()),
         "checkpoints": (0, None, None, None, ()),
         "autocast": (None, None, None, None, ("off", "bfloat16")),
+        "update_steps": (1, None, None, None, ()),
     }
 
     @dataclasses.dataclass(frozen=True)
