@@ -98,6 +98,18 @@ def test_a_wrapped_label_keeps_a_short_parenthesis_on_one_line():
     assert "\n" in label and "(own block)" in label.splitlines()[
         next(i for i, line in enumerate(label.splitlines()) if "(own" in line)]
     assert "\n" in title
+
+
+def test_a_wrapped_label_keeps_a_formula_whole():
+    """A line break inside $...$ leaves mathtext unclosed (matplotlib then prints the raw
+    TeX): a long label wraps between its words, never inside its formula."""
+    fig, ax = plt.subplots(figsize=(3.5, 1.6))
+    ax.plot([1, 2], [1, 2])
+    formula = r"$\|F(\theta_t) - F(\theta_0)\| \,/\, \|F(\theta_0)\|$"
+    ax.set_ylabel(f"{formula} the output's change from init")
+    finish(fig)
+    label = ax.get_ylabel()
+    assert "\n" in label and formula in label.splitlines()
     plt.close(fig)
 
 

@@ -400,12 +400,14 @@ def wrap_labels(fig, rounds: int = 3) -> bool:
 
 # a short parenthesis a label keeps on one line when wrapped: "(own block)", "(HF layer)"
 _SHORT_PARENTHESIS = re.compile(r"\([^()\n]{1,20}\)")
+_MATH = re.compile(r"\$[^$]*\$")  # a mathtext formula
 
 
 def _wrap_line(line: str, chars: int) -> str:
     """`line` wrapped into lines of about `chars` characters at its spaces, but not inside a
-    short parenthesis."""
+    short parenthesis or a mathtext formula ($...$, which a line break would leave unclosed)."""
     kept = _SHORT_PARENTHESIS.sub(lambda m: m[0].replace(" ", "\u00a0"), line)
+    kept = _MATH.sub(lambda m: m[0].replace(" ", "\u00a0"), kept)
     return textwrap.fill(kept, chars, break_long_words=False).replace("\u00a0", " ")
 
 

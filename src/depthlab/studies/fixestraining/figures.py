@@ -185,8 +185,8 @@ def lr_sweep(fits: pd.DataFrame):
 def model_change(fits: pd.DataFrame):
     """DeepNet's model update over the first steps (Wang et al. 2022, Fig. 5): the relative
     change of what the head reads on the probe batch from initialisation, ||F(θ_t) − F(θ_0)|| /
-    ||F(θ_0)||, against the update t (log y), a panel per depth, a curve per placement (median,
-    seed range as a band), a line style per warmup arm."""
+    ||F(θ_0)||, against the update t (symlog x, log y), a panel per depth, a curve per
+    placement (median, seed range as a band), a line style per warmup arm."""
     change = pick(fits, quantity="relative_update")
     depths = sorted(int(d) for d in change["depth"].unique())
     warmups = _warmups(change)
@@ -198,10 +198,11 @@ def model_change(fits: pd.DataFrame):
             style = {p: {**s, "dashes": dashes} for p, s in PLACEMENT_STYLE.items()}
             drawn += curves(ax, pick(change, depth=depth, warmup_steps=warmup), "step",
                             style=style)
+        steps_axis(ax)
         log_scale(ax, "y")
         ax.set_title(f"L = {depth}")
         ax.set_xlabel("step t (AdamW updates)")
-        ax.set_ylabel(r"$\|F(\theta_t) - F(\theta_0)\| \,/\, \|F(\theta_0)\|$")
+        ax.set_ylabel(r"$\|F_t - F_0\| \,/\, \|F_0\|$ (output's change from init)")
         ax.label_outer()
     legend(fig, order(set(drawn)), extra=_warmup_handles(warmups) if len(warmups) > 1 else (),
            notes=[f"{spread_label(change)}; probe batch of the validation split"])
