@@ -143,16 +143,12 @@ class TrainSettings:
         """Raise ConfigError naming the first key whose value is invalid: the choices and
         bounds of the declarations (check_declared), then the rules between keys."""
         check_declared(self, where)
-        if self.warmup_steps > self.steps:
-            raise ConfigError(
-                f"{where}: warmup_steps={self.warmup_steps!r} must be an integer in "
-                f"[0, steps={self.steps}]"
-            )
-        if self.update_steps > self.steps:
-            raise ConfigError(
-                f"{where}: update_steps={self.update_steps!r} must be an integer in "
-                f"[1, steps={self.steps}]"
-            )
+        for key in ("warmup_steps", "update_steps"):  # counts of updates, at most them all
+            if getattr(self, key) > self.steps:
+                raise ConfigError(
+                    f"{where}: {key}={getattr(self, key)!r} must be an integer in "
+                    f"[{TRAIN_KEYS[key].least}, steps={self.steps}]"
+                )
         ks = self.checkpoints
         if not ks or any(isinstance(k, bool) or not isinstance(k, int) for k in ks) or (
             list(ks) != sorted(set(ks)) or ks[0] != 0 or ks[-1] > self.steps

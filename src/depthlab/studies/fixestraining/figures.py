@@ -60,10 +60,10 @@ def _depths(frame: pd.DataFrame) -> list[int | None]:
 
 
 def loss(fits: pd.DataFrame):
-    """A panel per placement and depth: the train loss (10-step running median of the per-step seed
-    medians) and the validation loss (markers, seed range as bars) against step, a line style
-    per warmup arm; the grey line is the corpus's unigram entropy; the cells at the rate every
-    placement trained at."""
+    """A panel per placement and depth: the train loss (10-step running median of the per-step
+    seed medians) and the validation loss (markers, seed range as bars) against step, a line
+    style per warmup arm; the grey line is the corpus's unigram entropy; the cells at the rate
+    every placement trained at."""
     fits = at_shared_rate(fits)
     train = pick(fits, quantity="train_loss")
     val = pick(fits, quantity="val_loss")

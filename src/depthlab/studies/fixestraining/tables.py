@@ -51,7 +51,7 @@ def summary(fits: pd.DataFrame) -> pd.DataFrame:
         loss = loss.iloc[0]
         other = pick(final, placement=placement, depth=depth)
         other = other[other["warmup_steps"] != warmup]
-        row = {"placement": label(placement), "L": int(loss["depth"]),
+        row = {"placement": label(placement), "L": int(depth),
                "warmup steps": int(warmup),
                f"val loss at step {end} (nats/char)": loss["median"],
                "seed range": spread(loss["min"], loss["max"]),
@@ -72,11 +72,10 @@ def summary(fits: pd.DataFrame) -> pd.DataFrame:
 def ranking(fits: pd.DataFrame) -> pd.DataFrame:
     """Per depth and warmup arm, the placements in order of their median final validation
     loss, and for each the gap to the next one down the ranking: the median of the per-seed
-    differences
-    (seeds paired: the same seed draws the same batches and, under the same init, the same
-    weights) with its 95% t-interval, and whether that interval excludes 0 ('resolved': the
-    gap exceeds what the seeds' spread allows) and whether the two seed ranges are disjoint; the
-    cells at the rate every placement trained at (rates.shared_rate)."""
+    differences (seeds paired: the same seed draws the same batches and, under the same init,
+    the same weights) with its 95% t-interval, and whether that interval excludes 0
+    ('resolved': the gap exceeds what the seeds' spread allows) and whether the two seed ranges
+    are disjoint; the cells at the rate every placement trained at (rates.shared_rate)."""
     val = pick(at_shared_rate(fits), quantity="val_loss")
     final = val[val["step"] == val["step"].max()]
     depths = sorted(int(d) for d in final["depth"].unique())
