@@ -887,6 +887,7 @@ def _without(node, keys=("seed_offset",)):
     ("config/confirm.yaml", ("config/training_seeds.yaml",)),
     ("config/confirm_scale.yaml", ("config/scale.yaml",)),
     ("config/confirm_fixes.yaml", ("config/fixes.yaml",)),
+    ("config/confirm_fixes_recipes.yaml", ("config/fixes_recipes.yaml",)),
     ("config/confirm_rezero_deep.yaml", ("config/rezero_deep.yaml",)),
 ])
 def test_each_confirmatory_config_is_its_documented_run_on_the_frozen_pool(confirm, documented):

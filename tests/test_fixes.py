@@ -17,6 +17,7 @@ from conftest import ROOT, shared_frame
 from benchmarks.study_cost import gpu_train_seconds
 from depthlab.core.calibrate import branch_scales, calibrate
 from depthlab.core.measure import measure_job
+from depthlab.planner.documented import CONFIRM_RUNS, DOCUMENTED_NAMED_RUNS
 from depthlab.planner.grid import expand_axes, study_jobs
 from depthlab.planner.overlay import config_of
 from depthlab.planner.validate import check_config
@@ -360,11 +361,16 @@ def test_configs_have_the_same_keys_and_every_placement():
     named = config_of(ROOT, "config/deepnet_update.yaml")["studies"]["fixestraining"]["arms"]
     fig5 = [a for a, spec in named.items() if spec]
     assert fig5 == ["update", "update_deepnorm"]
+    # and those of the best recipes' named run (config/fixes_recipes.yaml) that are its own
+    study = config_of(ROOT, "config/fixes_recipes.yaml")["studies"]["fixestraining"]
+    recipes = [a for a, spec in study["arms"].items()
+               if spec and a not in full["studies"]["fixestraining"]["arms"]]
+    assert len(recipes) == 10, recipes
     for study in full["studies"]:
         f, t = full["studies"][study], tiny["studies"][study]
         assert list(f) == list(t) and list(f["settings"]) == list(t["settings"]), study
         assert [a for a in f["arms"] if not a.startswith("width")] + (
-            fig5 if study == "fixestraining" else []) == [
+            recipes + fig5 if study == "fixestraining" else []) == [
             a for a in t["arms"] if not a.startswith("width")], study
         for arm, spec in (*f["arms"].items(), *t["arms"].items()):
             axes = expand_axes(spec["axes"])
@@ -430,15 +436,49 @@ def _recipes(study: dict, held_out: bool) -> set[tuple]:
 
 
 def test_the_held_out_seeds_train_every_recipe_of_the_sweep():
-    """config/fixes.yaml: every (placement, rate, warmup) the sweep chooses among on seeds
-    0-4 is trained again on seeds 500-504, and nothing else is, so the best recipe's loss is
-    reported on seeds that took no part in choosing it; Post-LN and DeepNorm also sweep the
-    warmup (20, 50, 100 steps)."""
-    study = config_of(ROOT, "config/fixes.yaml")["studies"]["fixestraining"]
+    """config/fixes_recipes.yaml: every (placement, rate, warmup) the sweep chooses among on
+    seeds 0-4 is trained again on seeds 500-504, and nothing else is, so the best recipe's loss
+    is reported on seeds that took no part in choosing it; Post-LN and DeepNorm also sweep the
+    warmup (20, 50, 100 steps). Its recipes with config/fixes.yaml's warmup are that run's
+    sweep, cell for cell (the same settings), and it trains no other cell."""
+    full = config_of(ROOT, "config/fixes.yaml")["studies"]["fixestraining"]
+    study = config_of(ROOT, "config/fixes_recipes.yaml")["studies"]["fixestraining"]
     chosen, held = _recipes(study, False), _recipes(study, True)
     assert chosen == held and len(chosen) == 20
     for placement in ("post", "deepnorm"):
         assert {w for p, _, w in chosen if p == placement} == {20, 50, 100}
+    warmup = full["training"]["warmup_steps"]
+    assert {c for c in chosen if c[2] == warmup} == _recipes(full, False)
+    for arm, spec in study["arms"].items():
+        if spec and arm in full["arms"]:
+            same = {**full["arms"][arm], "axes": spec["axes"]}
+            assert spec == same and set(expand_axes(spec["axes"])["placement"]) <= set(SWEPT)
+    assert study["settings"] == full["settings"] and study["training"] == full["training"]
+
+
+def test_the_recipes_run_trains_every_cell_of_the_entries_reading_the_best_recipes():
+    """docs/RESULTS.md takes an entry from the first documented run that measures it,
+    config/fixes_recipes.yaml's before config/fixes.yaml's: each entry that reads the best
+    recipes (arm best_rate) reads, at every reading, only cells that run trains or best
+    recipes of placements it sweeps, so its whole row comes from that one run."""
+    claims = yaml.safe_load((ROOT / "config/claims.yaml").read_text())
+    study = config_of(ROOT, "config/fixes_recipes.yaml")["studies"]["fixestraining"]
+    cells = {(arm, p) for arm, spec in study["arms"].items() if spec
+             for p in expand_axes(spec["axes"])["placement"]}
+    swept = {p for p, _, _ in _recipes(study, True)}
+    read = [e for e in claims["claims"] if "best_rate" in yaml.safe_dump(
+        [e.get("measure"), e.get("readings")])]
+    assert len(read) == 2 and swept == set(SWEPT)
+    for entry in read:
+        primary = entry["measure"]["rows"]
+        for reading in [{}, *(r["rows"] for r in entry.get("readings", []))]:
+            for name, row in primary.items():
+                row = {**row, **reading.get(name, {})}
+                assert (row["placement"] in swept if row["arm"] == "best_rate" else
+                        (row["arm"], row["placement"]) in cells), (entry["id"], row)
+    for runs in (DOCUMENTED_NAMED_RUNS, CONFIRM_RUNS):
+        names = [n.removeprefix("confirm_") for n in runs]
+        assert names.index("fixes_recipes") < names.index("fixes")
 
 
 def test_the_sweep_gives_each_swept_placement_four_rates_half_a_decade_apart():
@@ -473,8 +513,10 @@ def test_named_placement_sets_come_from_the_registry():
 
 def test_targets_are_named_and_read_configured_arms():
     """Each fixes target reads arms of config/fixes.yaml, or of the named run based on it that
-    it was built for (DeepNet's Fig. 5: config/deepnet_update.yaml)."""
-    runs = [config_of(ROOT, f"config/{name}.yaml") for name in ("fixes", "deepnet_update")]
+    it was built for (DeepNet's Fig. 5: config/deepnet_update.yaml; the best recipes on held-out
+    seeds: config/fixes_recipes.yaml)."""
+    runs = [config_of(ROOT, f"config/{name}.yaml")
+            for name in ("fixes", "deepnet_update", "fixes_recipes")]
     for target in TARGETS:
         if target.study in ("fixes", "fixestraining"):
             assert target.name.startswith(("fig_fixes_", "table_fixes_")), target.name
@@ -546,7 +588,7 @@ def test_tiny_fixes_study_end_to_end(tiny_fixes_run):
 
 def test_gpu_config_is_the_training_comparison_deeper_within_8_minutes():
     """config/fixes_gpu.yaml: config/fixes.yaml's fixestraining study (the same arms but the
-    no-warmup, paper-init, warmup-sweep and held-out ones; the same rate sweep) at L = 96,
+    no-warmup and paper-init ones; the same rate sweep) at L = 96,
     d = 128, with a 10% warmup, in its own run folder, and within 8 minutes on one GPU by the
     request model; it validates (on a machine without a GPU, with check_device false)."""
     full = config_of(ROOT, "config/fixes.yaml")["studies"]["fixestraining"]
@@ -556,8 +598,7 @@ def test_gpu_config_is_the_training_comparison_deeper_within_8_minutes():
     study = gpu["studies"]["fixestraining"]
     assert study["settings"]["depth"] == 96 and study["settings"]["d_model"] == 128
     assert study["training"]["warmup_steps"] == study["training"]["steps"] // 10
-    left_out = {a for a in full["arms"] if a.endswith("nowarmup") or a == "paper_warmup"
-                or a.startswith(("warmup_", "heldout_"))}
+    left_out = {a for a in full["arms"] if a.endswith("nowarmup") or a == "paper_warmup"}
     assert {a: s for a, s in study["arms"].items() if s} == {
         a: s for a, s in full["arms"].items() if a not in left_out}
     config = {**gpu, "check_device": False}

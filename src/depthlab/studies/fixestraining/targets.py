@@ -15,12 +15,15 @@ SWEEP = ("The sweep of training recipes: Post-LN, DeepNorm, Pre-LN and ReZero (o
          "at four peak rates half a decade apart with the 20-step warmup, and Post-LN and "
          "DeepNorm with 50- and 100-step warmups at 1e-3; a placement's best recipe is the one "
          "with the lowest seed mean of the final validation loss on the selection seeds (0-4 "
-         "in config/fixes.yaml), and its loss is reported on 5 held-out seeds (500-504 there) "
-         "trained at every recipe.")
+         "in config/fixes.yaml), and its loss is reported on 5 held-out seeds (500-504) "
+         "trained at every recipe (config/fixes_recipes.yaml, a named run).")
 
 # the arms of the sweep: the warmup arm's rate, the other rates, the longer warmups, the
-# held-out seeds (a config without them, config/rezero_deep.yaml, has no sweep to show)
+# held-out seeds (a config without them, config/rezero_deep.yaml, has no sweep to show); the
+# best recipes are reported on held-out seeds only (config/fixes_recipes.yaml), never on the
+# seeds that chose them
 SWEEP_ARMS = ("warmup", "lr_*", "warmup_*", "heldout_*")
+HELD_OUT_ARMS = ("heldout_*",)
 
 # the arms of DeepNet's Fig. 5 (config/deepnet_update.yaml): the output's change over the first
 # updates at several depths
@@ -120,7 +123,7 @@ TARGETS = declare(
         "table_fixes_best_rate",
         "fixes training: the swept placements ranked at their best recipes on held-out seeds, "
         "paired against Pre-LN",
-        draw="tables:best_rate_ranking", reads=SWEEP_ARMS,
+        draw="tables:best_rate_ranking", reads=SWEEP_ARMS, needs=HELD_OUT_ARMS,
         title="The swept placements ranked at their best recipes (chosen on the selection "
         "seeds, reported on held-out seeds)",
         note="interior: rates below and above the best were swept at its warmup. val loss: "
