@@ -22,8 +22,8 @@ SWEEP = ("The sweep of training recipes: Post-LN, DeepNorm, Pre-LN and ReZero (o
 # held-out seeds (a config without them, config/rezero_deep.yaml, has no sweep to show); the
 # best recipes are reported on held-out seeds only (config/fixes_recipes.yaml), never on the
 # seeds that chose them
-SWEEP_ARMS = ("warmup", "lr_*", "warmup_*", "heldout_*")
 HELD_OUT_ARMS = ("heldout_*",)
+SWEEP_ARMS = ("warmup", "lr_*", "warmup_*", *HELD_OUT_ARMS)
 
 # the arms of DeepNet's Fig. 5 (config/deepnet_update.yaml): the output's change over the first
 # updates at several depths
