@@ -382,7 +382,7 @@ def test_the_placements_keep_their_colours():
     before = {"post": "#0173b2", "pre": "#de8f05", "none": "#029e73", "deepnorm": "#d55e00",
               "resi_dual": "#cc78bc", "sandwich": "#ca9161", "peri": "#fbafe4",
               "rezero": "#949494", "lns": "#ece133", "deepnorm_torchscale": "#e7298a",
-              "deepnorm_alpha": "#7f2704", "deepnorm_beta": "#023858", "depth_mup": "#00441b",
+              "deepnorm_alpha": "#7f2704", "deepnorm_beta": "#023858", "branch_scaling": "#00441b",
               "mix_ln": "#54278f", "dyt": "#b2182b", "normformer": "#56b4e9",
               "t_fixup": "#252525"}
     assert {n: placements.COLORS[n] for n in before} == before

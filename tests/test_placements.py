@@ -135,7 +135,7 @@ def ref_block(name: str, x, r: Ref, layer: int, s: RunSettings, carry):
         return r.ln["ln2"](c * h + r.mlp(h)), carry
     if name == "dyt":  # Pre-LN's block; its norms are DyT (Ref.ln)
         name = "pre"
-    if name == "depth_mup":  # Pre-LN, each branch times 1/sqrt(L)
+    if name == "branch_scaling":  # Pre-LN, each branch times 1/sqrt(L)
         a = a / math.sqrt(s.depth)
         name = "pre"
     if name == "pre":

@@ -170,11 +170,13 @@ def deepnorm_beta(x, op):
     return post_ln(x, op)
 
 
-def depth_mup(x, op):
-    """Depth-muP's branch scaling (Yang et al. 2024, "Tensor Programs VI: Feature Learning in
-    Infinite-Depth Neural Networks", and Bordelon et al. 2024, "Depthwise Hyperparameter
-    Transfer in Residual Networks"): Pre-LN with each branch output multiplied by 1/sqrt(L)
-    before it joins the stream: h = x + Attn(LN1(x))/sqrt(L); x' = h + FFN(LN2(h))/sqrt(L)."""
+def branch_scaling(x, op):
+    """1/sqrt(L) branch scaling, depth-muP's block multiplier (Yang et al. 2024, "Tensor
+    Programs VI: Feature Learning in Infinite-Depth Neural Networks", and Bordelon et al. 2024,
+    "Depthwise Hyperparameter Transfer in Residual Networks"): Pre-LN with each branch output
+    multiplied by 1/sqrt(L) before it joins the stream: h = x + Attn(LN1(x))/sqrt(L);
+    x' = h + FFN(LN2(h))/sqrt(L). Not depth-muP itself: its learning-rate rule (Adam's rate
+    scaled with depth) is not applied, so the name is the multiplier's alone."""
     c = 1 / math.sqrt(op.depth)
     h = op.between(op.add(x, op.attn(op.norm("ln1", x)) * c, "attn"))
     return op.add(h, op.mlp(op.norm("ln2", h)) * c, "mlp")
@@ -410,7 +412,7 @@ PLACEMENTS: dict[str, Placement] = {p.name: p for p in (
               init="deepnorm",
               summary="Post-LN with DeepNorm's β init alone"),
     # Pre-LN's flags (the 1/sqrt(L) multiplies the branch output, as residual_scale does)
-    Placement("depth_mup", "depth-μP", "d", PRE, depth_mup, residual=True,
+    Placement("branch_scaling", "1/√L branch scaling", "d", PRE, branch_scaling, residual=True,
               branch_scales=True, telescopes=True, final_norm=True,
               summary="Pre-LN with each branch times 1/√L"),
     # Post-LN blocks below, Pre-LN above: the stream does not telescope through the Post-LN part
