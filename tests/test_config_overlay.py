@@ -227,7 +227,8 @@ def test_the_sizes_bound_what_a_config_is_merged_onto_never_what_it_gives():
 
 @pytest.mark.parametrize("name", ["fixes", "scale", "training_gpu", "models", "tiny_fixes",
                                   "fixes_gpu", "rezero_deep", "deepnet_update", "confirm",
-                                  "confirm_fixes", "fixes_recipes", "confirm_fixes_recipes"])
+                                  "confirm_fixes", "fixes_recipes", "confirm_fixes_recipes",
+                                  "rezero_speed"])
 def test_a_study_added_to_the_defaults_runs_in_no_named_run_that_does_not_list_it(name):
     """A named run that runs other studies lists them (`only_studies`): a new study of
     config/config.yaml (its package and its entry there) is not part of it, with no line in

@@ -165,3 +165,55 @@ def test_unpaired_seeds_are_an_error():
     fits.at[index, "seeds"] = [505, 506, 507, 508, 509]
     with pytest.raises(ValueError, match="unpaired seeds"):
         tables.best_rate_ranking(fits)
+
+
+def test_first_reach_interpolates_between_evaluations_and_misses_a_level_never_reached():
+    steps = np.array([0.0, 10.0, 20.0, 30.0])
+    losses = np.array([4.0, 3.0, 2.0, 1.5])
+    assert tables.first_reach(steps, losses, 2.5) == pytest.approx(15.0)  # halfway 10 -> 20
+    assert tables.first_reach(steps, losses, 4.5) == 0.0                  # at the start
+    assert tables.first_reach(steps, losses, 2.0) == 20.0                 # on an evaluation
+    assert np.isnan(tables.first_reach(steps, losses, 1.0))
+
+
+def test_steps_to_loss_finds_each_seeds_crossing_and_the_ratio_to_post_ln():
+    """Straight loss curves from 4 nats/char evaluated every 10 steps: Post-LN falls 0.01 per
+    step, ReZero twice as fast, so ReZero reaches every level in half the steps (ratio 0.5 per
+    seed); the levels run from the entropy (3.3) to the worst final loss (Post-LN's)."""
+    steps = np.arange(0, 201, 10)
+    rows = []
+    for placement, rate in (("post", 0.01), ("rezero", 0.02)):
+        for step in steps:
+            curve = np.maximum(4.0 - rate * step * np.array([1.0, 1.0, 1.0]), 2.0)
+            rows.append(_row("speed", placement, 1e-3, 20, curve, step=int(step),
+                             seeds=[0, 1, 2]))
+    rows.append(_row("speed", "post", 1e-3, 20, [ENTROPY] * 3, step=0, seeds=[0, 1, 2],
+                     quantity="unigram_entropy"))
+    table = tables.steps_to_loss(pd.DataFrame(rows)).set_index("placement")
+    assert list(table.index) == ["Post-LN", "ReZero"]
+    # Post-LN ends at 2.0, the worst final loss: levels 3.3 - f (3.3 - 2.0) for f = .5, .8, .95
+    level = 3.3 - 0.95 * 1.3
+    column = [c for c in table.columns if c.startswith("steps to") and "95%" in c]
+    assert column == [f"steps to {level:.3g} (95% of the way)"]
+    expected = (4.0 - level) / 0.01  # 193.5 steps for Post-LN, 96.75 for ReZero (3 digits)
+    post = table.loc["Post-LN", column[0]].replace("[", "").replace(",", "").replace("]", "")
+    assert [float(v) for v in post.split()] == pytest.approx([expected] * 3, abs=0.5)
+    assert float(table.loc["ReZero", column[0]].split()[0]) == pytest.approx(expected / 2,
+                                                                            abs=0.05)
+    assert table.loc["ReZero", "steps over Post-LN's, per seed [95% t]"].startswith("0.5 ")
+
+
+def test_steps_to_loss_counts_the_seeds_that_never_reach_a_level():
+    rows = [_row("speed", "post", 1e-3, 20, [4.0, 4.0], step=0, seeds=[0, 1]),
+            _row("speed", "post", 1e-3, 20, [2.0, 3.2], step=10, seeds=[0, 1]),
+            _row("speed", "rezero", 1e-3, 20, [4.0, 4.0], step=0, seeds=[0, 1]),
+            _row("speed", "rezero", 1e-3, 20, [2.0, 2.0], step=10, seeds=[0, 1]),
+            _row("speed", "post", 1e-3, 20, [ENTROPY] * 2, step=0, seeds=[0, 1],
+                 quantity="unigram_entropy")]
+    table = tables.steps_to_loss(pd.DataFrame(rows)).set_index("placement")
+    # the worst median final loss is Post-LN's 2.6; at 95% of the way (2.635) seed 1 (3.2)
+    # never gets there, so the ratio is not given
+    level = 3.3 - 0.95 * (3.3 - 2.6)
+    assert table.loc["Post-LN", f"steps to {level:.3g} (95% of the way)"].endswith(
+        "(1/2 reached)")
+    assert table.loc["ReZero", "steps over Post-LN's, per seed [95% t]"] == "—"

@@ -24,6 +24,80 @@ SHOWN = (
 )
 
 
+# the loss levels of steps_to_loss: fractions of the way from the corpus's unigram entropy down
+# to the highest median final validation loss among the cells compared (ReZero's "56% faster
+# to 1.2 BPB": a level every placement reaches; from the loss at the first evaluation where a
+# cell ends above the entropy)
+LEVELS = (0.5, 0.8, 0.95)
+
+
+def first_reach(steps: np.ndarray, losses: np.ndarray, level: float) -> float:
+    """The first step at which a loss curve (losses at ascending `steps`) falls to `level`,
+    linearly interpolated between the two evaluations around the crossing (optimiser steps);
+    nan where it never does."""
+    below = np.flatnonzero(losses <= level)
+    if not below.size:
+        return float("nan")
+    i = int(below[0])
+    if i == 0:
+        return float(steps[0])
+    s0, s1, l0, l1 = steps[i - 1], steps[i], losses[i - 1], losses[i]
+    return float(s0 + (s1 - s0) * (l0 - level) / (l0 - l1))
+
+
+def _reached(steps: np.ndarray) -> str:
+    """Steps to a level across seeds: 'median [min, max]' of the seeds that reached it, with
+    how many did where some did not."""
+    hit = steps[~np.isnan(steps)]
+    if not hit.size:
+        return f"not reached (0/{len(steps)})"
+    text = f"{fmt(float(np.median(hit)))} {spread(hit.min(), hit.max())}"
+    return text if hit.size == len(steps) else f"{text} ({hit.size}/{len(steps)} reached)"
+
+
+def steps_to_loss(fits: pd.DataFrame) -> pd.DataFrame:
+    """Per cell (placement, depth, warmup, peak rate): the final validation loss (median, seed
+    range) and the optimiser steps each seed takes to reach each loss level (LEVELS; median
+    [seed range]), and for each cell beside a Post-LN cell of the same depth and recipe, the
+    per-seed ratio of its steps to Post-LN's at the lowest level (seeds paired: the same seed
+    draws the same batches; mean [95% t]): ReZero's "converges 56% faster than the vanilla
+    Transformer" (Bachlechner et al. 2020, sec. 1) is a ratio of 1/1.56 = 0.64."""
+    val = pick(fits, quantity="val_loss")
+    entropy = unigram_entropy(fits)
+    cells = []
+    for _, cell in val.groupby(["arm", "label"], sort=False):
+        cell = cell.sort_values("step")
+        cells.append((cell.iloc[-1], cell["step"].to_numpy(dtype=float),
+                      np.stack([np.asarray(v, dtype=float) for v in cell["seed_values"]], 1)))
+    worst = max(final["median"] for final, _, _ in cells)
+    # from the unigram entropy; from the loss at the first evaluation where a cell ends above it
+    top = entropy if worst < entropy else max(float(np.median(c[:, 0])) for _, _, c in cells)
+    levels = [top - f * (top - worst) for f in LEVELS]
+    reach = [np.array([[first_reach(steps, seed, level) for seed in curves] for level in levels])
+             for _, steps, curves in cells]
+    keys = ("depth", "warmup_steps", "lr")
+    rank = {p: i for i, p in enumerate(order({final["placement"] for final, _, _ in cells}))}
+    rows = []
+    for i in sorted(range(len(cells)), key=lambda i: (
+            rank[cells[i][0]["placement"]], *(cells[i][0][k] for k in keys))):
+        final, steps, _ = cells[i]
+        row = {"placement": label(final["placement"]), "L": int(final["depth"]),
+               "warmup steps": int(final["warmup_steps"]), "learning rate": fmt(final["lr"]),
+               f"val loss at step {int(final['step'])} (nats/char)": median_range(final)}
+        for fraction, level, steps_at in zip(LEVELS, levels, reach[i], strict=True):
+            row[f"steps to {fmt(level)} ({fraction:.0%} of the way)"] = _reached(steps_at)
+        post = [j for j, (other, _, _) in enumerate(cells) if other["placement"] == "post"
+                and all(other[k] == final[k] for k in keys)
+                and list(other["seeds"]) == list(final["seeds"])]
+        if post and final["placement"] != "post":
+            ratio = reach[i][-1] / reach[post[0]][-1]
+            row["steps over Post-LN's, per seed [95% t]"] = (
+                "—" if np.isnan(ratio).any()
+                else f"{fmt(float(ratio.mean()))} {spread(*t_interval(ratio))}")
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def trains(val: pd.Series, entropy: float) -> str:
     """'yes' if every seed's final validation loss is below the corpus's unigram entropy (the
     loss of a model that learned the character frequencies only), else 'no'."""
