@@ -19,13 +19,16 @@ from conftest import PDFLATEX, ROOT, compile_latex, tiny_targets
 
 from depthlab.analysis.notation import latex_text
 from depthlab.analysis.tables import table_latex
+from depthlab.planner.overlay import config_of
 from depthlab.studies import TARGETS
 
 TABLES = {t.stem: t for t in TARGETS if t.kind == "table"}
 SAMPLES = json.loads((ROOT / "tests/data/latex_tables.json").read_text())
 # the tables the session's tiny runs build: the tiny study's, and the tiny fixes run's
 TINY_TABLES = {t.stem for t in tiny_targets() if t.kind == "table"}
-FIXES_TABLES = {t.stem for t in TABLES.values() if t.study in ("fixes", "fixestraining")}
+FIXES_TABLES = {t.stem for t in TABLES.values() if t.study in ("fixes", "fixestraining")
+                and t.arms(list(config_of(ROOT, "config/tiny_fixes.yaml")["studies"][t.study]
+                                ["arms"]))}
 NO_PDFLATEX = pytest.mark.skipif(PDFLATEX is None, reason="pdflatex is not installed (texlive)")
 
 
