@@ -51,7 +51,7 @@ def _reached(steps: np.ndarray) -> str:
     hit = steps[~np.isnan(steps)]
     if not hit.size:
         return f"not reached (0/{len(steps)})"
-    text = f"{fmt(float(np.median(hit)))} {spread(hit.min(), hit.max())}"
+    text = median_range({"median": float(np.median(hit)), "min": hit.min(), "max": hit.max()})
     return text if hit.size == len(steps) else f"{text} ({hit.size}/{len(steps)} reached)"
 
 
